@@ -1,0 +1,1 @@
+"""Shared server kernel for strataplane, z4j and AgentBus."""

@@ -1,0 +1,1 @@
+"""Database access: the embedded server, pools, tenant scopes and migrations."""

@@ -1,0 +1,1 @@
+"""NATS JetStream: the embedded server used when no NATS URL is configured."""

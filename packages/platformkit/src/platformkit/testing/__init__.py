@@ -1,0 +1,1 @@
+"""pytest fixtures for real services: embedded PostgreSQL, NATS JetStream and Chromium."""

@@ -1,0 +1,98 @@
+"""The pytest plugin: session-wide real services and per-test databases.
+
+Fixtures:
+- ``pg_admin_url``: superuser URL of one embedded PostgreSQL per test session (or of the server
+  in PLATFORMKIT_TEST_DATABASE_URL).
+- ``database_factory``: creates migrated templates once and fresh databases from them.
+- ``fresh_database``: an empty database for one test, dropped afterwards.
+- ``nats_url``: one embedded NATS JetStream server per test session.
+- ``chromium`` / ``page``: Debian's Chromium driven by Playwright.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from platformkit.db.embedded import EmbeddedPostgres
+from platformkit.nats.embedded import EmbeddedNats
+from platformkit.testing.databases import DatabaseFactory
+from platformkit.testing.services import free_port, service_missing
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    external = os.environ.get("PLATFORMKIT_TEST_DATABASE_URL")
+    if external:
+        yield external
+        return
+    root = Path(tempfile.mkdtemp(prefix="pk-pg-"))
+    server = EmbeddedPostgres(data_dir=root / "data", port=free_port(), fast=True)
+    try:
+        url = server.start()
+    except Exception as exc:  # noqa: BLE001 - any start failure means the service is missing
+        service_missing("embedded PostgreSQL", str(exc))
+    try:
+        yield url
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def database_factory(pg_admin_url: str) -> DatabaseFactory:
+    return DatabaseFactory(pg_admin_url)
+
+
+@pytest.fixture
+def fresh_database(database_factory: DatabaseFactory) -> Iterator[str]:
+    url = database_factory.create()
+    yield url
+    database_factory.drop(url)
+
+
+@pytest.fixture(scope="session")
+def nats_url() -> Iterator[str]:
+    root = Path(tempfile.mkdtemp(prefix="pk-nats-"))
+    server = EmbeddedNats(store_dir=root, port=free_port())
+    try:
+        url = server.start()
+    except Exception as exc:  # noqa: BLE001
+        service_missing("embedded NATS", str(exc))
+    try:
+        yield url
+    finally:
+        server.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+async def chromium() -> AsyncIterator[Any]:
+    if not Path(CHROMIUM).exists():
+        service_missing("Chromium", f"{CHROMIUM} not found (Debian package 'chromium')")
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        await browser.close()
+
+
+@pytest.fixture
+async def page(chromium: Any) -> AsyncIterator[Any]:
+    context = await chromium.new_context()
+    pg = await context.new_page()
+    yield pg
+    await context.close()

@@ -1,0 +1,89 @@
+"""The embedded server: idempotent start, clean stop, data kept, configured URL wins."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from platformkit.db.embedded import SYSTEM_USER, EmbeddedPostgres
+from platformkit.db.server import admin_url_for
+from platformkit.testing.services import free_port
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> EmbeddedPostgres:
+    srv = EmbeddedPostgres(data_dir=tmp_path / "pg", port=free_port(), fast=True)
+    yield srv
+    srv.stop()
+
+
+def test_start_is_idempotent_and_data_survives_restart(server: EmbeddedPostgres) -> None:
+    url = server.start()
+    assert url == f"postgresql://postgres@127.0.0.1:{server.port}/postgres"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE kept (v int)")
+        conn.execute("INSERT INTO kept VALUES (42)")
+    pid = server._running_pid()
+    # A second manager (another process, or a different configured port) reuses the running one.
+    again = EmbeddedPostgres(data_dir=server.data_dir, port=1)
+    assert again.start() == url
+    assert server._running_pid() == pid
+
+    server.stop()
+    assert not server.is_running()
+    server.stop()  # stopping a stopped server is a no-op
+    server.start()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT v FROM kept").fetchone() == (42,)
+
+
+def test_listens_on_tcp_and_unix_socket(server: EmbeddedPostgres) -> None:
+    server.start()
+    sockets = list(server.socket_dir.glob(".s.PGSQL.*"))
+    assert sockets, "no unix socket"
+    with psycopg.connect(host=str(server.socket_dir), port=server.port, user="postgres",
+                         dbname="postgres") as conn:
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+    with psycopg.connect(server.url()) as conn:
+        row = conn.execute("SELECT inet_server_addr()::text").fetchone()
+        assert row is not None and row[0].startswith("127.0.0.1")
+
+
+def test_configured_url_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLATFORMKIT_PG_DATA", str(tmp_path / "never"))
+    url = "postgresql://someone@db.invalid:5432/app"
+    assert admin_url_for(url, "app") == url
+    assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")
+def test_works_as_a_normal_user(tmp_path: Path) -> None:
+    # Run a whole start/stop cycle as an unprivileged account, as a developer would.
+    EmbeddedPostgres(data_dir=tmp_path / "warmup", port=free_port()).start()  # creates the user
+    EmbeddedPostgres(data_dir=tmp_path / "warmup").stop()
+    entry = pwd.getpwnam(SYSTEM_USER)
+    home = tmp_path / "home"
+    home.mkdir()
+    os.chown(home, entry.pw_uid, entry.pw_gid)
+    # The account must reach the interpreter and the temp dir; grant search (o+x) only, as the
+    # manager itself does for its data dir under root's home.
+    python = Path(sys.executable).resolve()
+    for parent in [tmp_path, *tmp_path.parents, *python.parents]:
+        parent.chmod(parent.stat().st_mode | 0o001)
+    port = free_port()
+    script = (
+        "from platformkit.db.embedded import EmbeddedPostgres as E;import psycopg,pathlib;"
+        f"s=E(data_dir=pathlib.Path('{home}/pg'),port={port});u=s.start();"
+        "psycopg.connect(u).execute('select 1');s.stop();print('ok')"
+    )
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": str(home)}
+    out = subprocess.run([sys.executable, "-c", script], user=entry.pw_uid, group=entry.pw_gid,
+                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
