@@ -6,7 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from platformkit.db.migrator import Migrator, load_directory
 from platformkit.db.roles import RoleSpec
 
@@ -14,8 +13,11 @@ MIGRATIONS = Path(__file__).parent / "db_migrations"
 
 
 def make_migrator(directory: Path = MIGRATIONS) -> Migrator:
-    return Migrator(system="kit", sources=[load_directory("kit", directory)],
-                    roles=RoleSpec(owner="kit_owner", app="kit_app"))
+    return Migrator(
+        system="kit",
+        sources=[load_directory("kit", directory)],
+        roles=RoleSpec(owner="kit_owner", app="kit_app"),
+    )
 
 
 @pytest.fixture

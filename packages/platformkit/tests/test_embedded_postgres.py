@@ -10,7 +10,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from platformkit.db.embedded import SYSTEM_USER, EmbeddedPostgres
 from platformkit.db.server import admin_url_for
 from platformkit.testing.services import free_port
@@ -47,12 +46,14 @@ def test_listens_on_tcp_and_unix_socket(server: EmbeddedPostgres) -> None:
     server.start()
     sockets = list(server.socket_dir.glob(".s.PGSQL.*"))
     assert sockets, "no unix socket"
-    with psycopg.connect(host=str(server.socket_dir), port=server.port, user="postgres",
-                         dbname="postgres") as conn:
+    with psycopg.connect(
+        host=str(server.socket_dir), port=server.port, user="postgres", dbname="postgres"
+    ) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
     with psycopg.connect(server.url()) as conn:
         row = conn.execute("SELECT inet_server_addr()::text").fetchone()
-        assert row is not None and row[0].startswith("127.0.0.1")
+        assert row is not None
+        assert row[0].startswith("127.0.0.1")
 
 
 def test_configured_url_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,7 +84,15 @@ def test_works_as_a_normal_user(tmp_path: Path) -> None:
         "psycopg.connect(u).execute('select 1');s.stop();print('ok')"
     )
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "XDG_RUNTIME_DIR": str(home)}
-    out = subprocess.run([sys.executable, "-c", script], user=entry.pw_uid, group=entry.pw_gid,
-                         env=env, capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        user=entry.pw_uid,
+        group=entry.pw_gid,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"

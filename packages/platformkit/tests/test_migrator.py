@@ -9,23 +9,27 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from platformkit.db.migrator import MigrationError, Migrator, load_directory
 
 HERE = Path(__file__).parent / "db_migrations"
 MakeMigrator = Callable[..., Migrator]
 
 
-async def test_applies_in_order_once_and_records_checksums(fresh_database: str, make_kit_migrator: MakeMigrator) -> None:
+async def test_applies_in_order_once_and_records_checksums(
+    fresh_database: str, make_kit_migrator: MakeMigrator
+) -> None:
     m = make_kit_migrator(HERE)
     assert await m.pending(fresh_database) == ["kit:0001_notes", "kit:0002_note_tags"]
     assert await m.migrate(fresh_database) == ["kit:0001_notes", "kit:0002_note_tags"]
     assert await m.migrate(fresh_database) == []
     with psycopg.connect(fresh_database) as conn:
         rows = conn.execute(
-            "SELECT component, version, name, length(checksum) FROM schema_migrations ORDER BY version"
+            "SELECT component, version, name, length(checksum) FROM schema_migrations"
+            " ORDER BY version"
         ).fetchall()
-        owner = conn.execute("SELECT tableowner FROM pg_tables WHERE tablename = 'notes'").fetchone()
+        owner = conn.execute(
+            "SELECT tableowner FROM pg_tables WHERE tablename = 'notes'"
+        ).fetchone()
     assert rows == [("kit", 1, "notes", 64), ("kit", 2, "note_tags", 64)]
     assert owner == ("kit_owner",)
 
@@ -78,6 +82,8 @@ async def test_two_migrators_at_once_one_applies_the_other_finds_nothing(
     shutil.copytree(HERE, copy)
     # A slow migration keeps the lock long enough for the second migrator to queue behind it.
     (copy / "0003_slow.sql").write_text("SELECT pg_sleep(1);\n")
-    results = await asyncio.gather(make_kit_migrator(copy).migrate(fresh_database),
-                                   make_kit_migrator(copy).migrate(fresh_database))
+    results = await asyncio.gather(
+        make_kit_migrator(copy).migrate(fresh_database),
+        make_kit_migrator(copy).migrate(fresh_database),
+    )
     assert sorted(map(len, results)) == [0, 3]

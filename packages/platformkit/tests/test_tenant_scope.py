@@ -6,7 +6,7 @@ import uuid
 
 import psycopg
 import pytest
-
+from platformkit.db.migrator import Migrator
 from platformkit.db.pool import open_pool, with_user
 from platformkit.db.scope import (
     ScopeSettings,
@@ -14,8 +14,6 @@ from platformkit.db.scope import (
     tenant_transaction,
     transaction,
 )
-
-from platformkit.db.migrator import Migrator
 
 SCOPE = ScopeSettings(tenant="kit.tenant", platform="kit.scope")
 A, B = uuid.uuid4(), uuid.uuid4()
@@ -25,8 +23,10 @@ A, B = uuid.uuid4(), uuid.uuid4()
 async def app_pool(fresh_database: str, kit_migrator: Migrator):  # type: ignore[no-untyped-def]
     await kit_migrator.migrate(fresh_database)
     with psycopg.connect(fresh_database, autocommit=True) as conn:
-        conn.execute("INSERT INTO notes (tenant_id, body) VALUES (%s, 'a1'), (%s, 'a2'), (%s, 'b1')",
-                     (A, A, B))
+        conn.execute(
+            "INSERT INTO notes (tenant_id, body) VALUES (%s, 'a1'), (%s, 'a2'), (%s, 'b1')",
+            (A, A, B),
+        )
     # One connection, so every transaction below reuses the same pooled session.
     pool = await open_pool(with_user(fresh_database, "kit_app"), min_size=1, max_size=1)
     yield pool
@@ -35,9 +35,11 @@ async def app_pool(fresh_database: str, kit_migrator: Migrator):  # type: ignore
 
 async def test_app_role_is_not_superuser(app_pool) -> None:  # type: ignore[no-untyped-def]
     async with transaction(app_pool) as conn:
-        row = await (await conn.execute(
-            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
-        )).fetchone()
+        row = await (
+            await conn.execute(
+                "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user"
+            )
+        ).fetchone()
     assert row == {"rolsuper": False, "rolbypassrls": False}
 
 
@@ -66,8 +68,11 @@ async def test_setting_does_not_leak_into_next_transaction(app_pool) -> None:  #
     async with transaction(app_pool) as conn:
         assert conn.info.backend_pid == first_pid  # the same pooled session
         assert await (await conn.execute("SELECT 1 FROM notes")).fetchall() == []
-        setting = await (await conn.execute("SELECT current_setting('kit.tenant', true) AS v")).fetchone()
-        assert setting is not None and setting["v"] in ("", None)
+        setting = await (
+            await conn.execute("SELECT current_setting('kit.tenant', true) AS v")
+        ).fetchone()
+        assert setting is not None
+        assert setting["v"] in ("", None)
 
 
 async def test_platform_scope_sees_all(app_pool) -> None:  # type: ignore[no-untyped-def]

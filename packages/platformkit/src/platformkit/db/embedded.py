@@ -105,8 +105,17 @@ class EmbeddedPostgres:
             if self._running_pid() is None:
                 return
             self._run(
-                [self._bin("pg_ctl"), "-D", str(self.data_dir), "-m", "fast", "-w",
-                 "-t", str(int(timeout)), "stop"],
+                [
+                    self._bin("pg_ctl"),
+                    "-D",
+                    str(self.data_dir),
+                    "-m",
+                    "fast",
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "stop",
+                ],
                 timeout=timeout + 5,
             )
 
@@ -150,15 +159,21 @@ class EmbeddedPostgres:
                 os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def _run(self, args: list[str], timeout: float) -> str:
-        kwargs: dict[str, object] = {}
+        user: str | None = None
+        group: int | None = None
         if self._as_root():
-            kwargs["user"] = SYSTEM_USER
-            kwargs["group"] = pwd.getpwnam(SYSTEM_USER).pw_gid
-            kwargs["cwd"] = "/"
+            user, group = SYSTEM_USER, pwd.getpwnam(SYSTEM_USER).pw_gid
         env = {**os.environ, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"}
         result = subprocess.run(  # noqa: S603 - fixed binaries from the wheel, no shell
-            args, capture_output=True, text=True, timeout=timeout, env=env, check=False,
-            **kwargs,  # type: ignore[arg-type]
+            args,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+            user=user,
+            group=group,
+            cwd="/",
         )
         if result.returncode != 0:
             raise EmbeddedPostgresError(
@@ -168,8 +183,17 @@ class EmbeddedPostgres:
 
     def _initdb(self) -> None:
         self._run(
-            [self._bin("initdb"), "-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust",
-             "--encoding=UTF8", "--locale=C.UTF-8", "--no-instructions"],
+            [
+                self._bin("initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-instructions",
+            ],
             timeout=120,
         )
 
@@ -189,8 +213,19 @@ class EmbeddedPostgres:
         log = self.data_dir / "server.log"
         try:
             self._run(
-                [self._bin("pg_ctl"), "-D", str(self.data_dir), "-l", str(log), "-w",
-                 "-t", str(int(timeout)), "-o", self._server_options(), "start"],
+                [
+                    self._bin("pg_ctl"),
+                    "-D",
+                    str(self.data_dir),
+                    "-l",
+                    str(log),
+                    "-w",
+                    "-t",
+                    str(int(timeout)),
+                    "-o",
+                    self._server_options(),
+                    "start",
+                ],
                 timeout=timeout + 5,
             )
         except EmbeddedPostgresError as exc:

@@ -118,15 +118,18 @@ class Migrator:
     async def pending(self, admin_url: str) -> list[str]:
         """Labels not yet applied (checksums of applied files are verified too)."""
         async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
-            exists = await (await conn.execute(
-                "SELECT to_regclass('public.schema_migrations') IS NOT NULL"
-            )).fetchone()
+            exists = await (
+                await conn.execute("SELECT to_regclass('public.schema_migrations') IS NOT NULL")
+            ).fetchone()
             out: list[str] = []
             for source in self.sources:
                 done = await self._applied(conn, source.component) if exists and exists[0] else {}
                 self._check(source, done)
-                out += [f"{source.component}:{m.label}" for m in source.migrations
-                        if m.version not in done]
+                out += [
+                    f"{source.component}:{m.label}"
+                    for m in source.migrations
+                    if m.version not in done
+                ]
             return out
 
     async def _as_owner(self, conn: psycopg.AsyncConnection[Any]) -> None:

@@ -45,7 +45,7 @@ async def open_pool(
     min_size: int = 1,
     max_size: int = 10,
     name: str | None = None,
-    timeout: float = 30.0,
+    open_timeout: float = 30.0,
 ) -> AsyncConnectionPool[AsyncConnection[dict[str, Any]]]:
     """Open a pool of autocommit connections returning dict rows.
 
@@ -57,11 +57,11 @@ async def open_pool(
         min_size=min_size,
         max_size=max_size,
         name=name,
-        timeout=timeout,
+        timeout=open_timeout,
         open=False,
         configure=_configure,
         kwargs={"autocommit": True, "row_factory": dict_row},
         connection_class=AsyncConnection[dict[str, Any]],
     )
-    await pool.open(wait=True, timeout=timeout)
+    await pool.open(wait=True, timeout=open_timeout)
     return pool

@@ -7,6 +7,7 @@ use one role for both when its tables FORCE row-level security.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,17 +25,18 @@ class RoleSpec:
 
 
 async def _create_role(conn: psycopg.AsyncConnection[Any], name: str) -> None:
-    exists = await (await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,))).fetchone()
+    exists = await (
+        await conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,))
+    ).fetchone()
     if exists:
         return
-    try:
+    # Another database's migrator may create it a moment later; roles are cluster-wide.
+    with contextlib.suppress(psycopg.errors.DuplicateObject):
         await conn.execute(
             sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE").format(
                 sql.Identifier(name)
             )
         )
-    except psycopg.errors.DuplicateObject:
-        pass  # another database's migrator created it a moment ago; roles are cluster-wide
 
 
 async def ensure_roles(conn: psycopg.AsyncConnection[Any], roles: RoleSpec) -> None:
@@ -45,12 +47,17 @@ async def ensure_roles(conn: psycopg.AsyncConnection[Any], roles: RoleSpec) -> N
     dbname = (await (await conn.execute("SELECT current_database()")).fetchone() or [""])[0]
     database = sql.Identifier(dbname)
     # A non-superuser administrator needs membership to SET ROLE to the owner.
-    superuser = (await (await conn.execute(
-        "SELECT rolsuper FROM pg_roles WHERE rolname = current_user"
-    )).fetchone() or [False])[0]
+    superuser = (
+        await (
+            await conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
+        ).fetchone()
+        or [False]
+    )[0]
     if not superuser:
         await conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(owner))
-    await conn.execute(sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO {}").format(database, owner))
+    await conn.execute(
+        sql.SQL("GRANT CONNECT, CREATE ON DATABASE {} TO {}").format(database, owner)
+    )
     await conn.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(owner))
     if roles.app_password is not None:
         await conn.execute(
@@ -63,7 +70,8 @@ async def ensure_roles(conn: psycopg.AsyncConnection[Any], roles: RoleSpec) -> N
     # REVOKE on a table the application must not change (an append-only audit log, say).
     for stmt in (
         "ALTER DEFAULT PRIVILEGES FOR ROLE {o} GRANT USAGE ON SCHEMAS TO {a}",
-        "ALTER DEFAULT PRIVILEGES FOR ROLE {o} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {a}",
+        "ALTER DEFAULT PRIVILEGES FOR ROLE {o} GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES"
+        " TO {a}",
         "ALTER DEFAULT PRIVILEGES FOR ROLE {o} GRANT USAGE, SELECT ON SEQUENCES TO {a}",
         "ALTER DEFAULT PRIVILEGES FOR ROLE {o} GRANT EXECUTE ON FUNCTIONS TO {a}",
     ):

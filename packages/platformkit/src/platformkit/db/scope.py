@@ -38,7 +38,9 @@ async def transaction(pool: Pool) -> AsyncIterator[Conn]:
 
 
 @asynccontextmanager
-async def tenant_transaction(pool: Pool, settings: ScopeSettings, tenant_id: UUID) -> AsyncIterator[Conn]:
+async def tenant_transaction(
+    pool: Pool, settings: ScopeSettings, tenant_id: UUID
+) -> AsyncIterator[Conn]:
     """A transaction in which RLS shows only ``tenant_id``'s rows."""
     if not isinstance(tenant_id, UUID):
         raise TypeError("tenant_id must be a UUID")

