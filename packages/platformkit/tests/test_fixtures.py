@@ -7,7 +7,6 @@ from typing import Any
 
 import nats
 import pytest
-
 from platformkit.testing.services import service_missing
 
 
