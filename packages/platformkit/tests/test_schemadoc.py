@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import psycopg
-
 from platformkit.db.migrator import Migrator
 from platformkit.db.schemadoc import render
 

@@ -1,0 +1,175 @@
+"""Running an app under granian, for each system's ``serve`` command and for tests.
+
+granian runs in a child process (``python -m granian``) rather than inside the caller, because
+prometheus-client decides at import time whether it is in multiprocess mode: with several
+workers the child must start with ``PROMETHEUS_MULTIPROC_DIR`` already set, in a fresh directory
+that no earlier run left samples in. The child also gets a logging config that makes granian's
+own lines JSON like ours; granian's access log stays off (the kernel middleware writes one with
+route templates). :func:`serve` forwards SIGINT and SIGTERM, waits, and removes the directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from platformkit.http.logs import logging_config
+
+__all__ = ["Server", "import_path", "serve", "start_server"]
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def import_path(target: str | Callable[[], Any]) -> tuple[str, bool]:
+    """``("module:attr", is_factory)`` for an import string or a module-level factory."""
+    if isinstance(target, str):
+        return target, False
+    module, name = getattr(target, "__module__", None), getattr(target, "__qualname__", "")
+    if not module or module == "__main__" or "<locals>" in name:
+        raise ValueError("the app factory must be a module-level function of an importable module")
+    return f"{module}:{name}", True
+
+
+@dataclass
+class Server:
+    """A granian child process and the directory holding its logging config and metrics."""
+
+    process: subprocess.Popen[bytes]
+    runtime_dir: Path
+    host: str
+    port: int
+
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Block until the port accepts connections; raise if granian exits or time runs out."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"granian exited with status {self.process.returncode}")
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise TimeoutError(f"granian did not listen on {self.host}:{self.port} in {timeout}s")
+
+    def wait(self) -> int:
+        try:
+            return self.process.wait()
+        finally:
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    def stop(self, timeout: float = 15.0) -> int:
+        """SIGTERM (granian drains and stops its workers), then SIGKILL after ``timeout``."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self.wait()
+
+
+def start_server(
+    target: str | Callable[[], Any],
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    factory: bool = False,
+    log_level: str = "info",
+    json_logs: bool = True,
+    working_dir: Path | None = None,
+    log_file: Path | None = None,
+) -> Server:
+    """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting."""
+    path, is_factory = import_path(target)
+    runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
+    log_config = runtime / "logging.json"
+    log_config.write_text(json.dumps(logging_config(log_level, json=json_logs)))
+    env = dict(os.environ)
+    if workers > 1 and MULTIPROC_ENV not in env:
+        (runtime / "metrics").mkdir()
+        env[MULTIPROC_ENV] = str(runtime / "metrics")
+    command = [
+        sys.executable,
+        "-m",
+        "granian",
+        "--interface",
+        "asgi",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        log_level,
+        "--log-config",
+        str(log_config),
+        "--no-access-log",
+    ]
+    if factory or is_factory:
+        command.append("--factory")
+    if working_dir is not None:
+        command += ["--working-dir", str(working_dir)]
+    command.append(path)
+    output = open(log_file, "ab") if log_file is not None else None  # noqa: SIM115 - the child owns it
+    try:
+        # A session of its own: a terminal's Ctrl-C reaches only us, and we forward it once.
+        process = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
+            command,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT if output else None,
+            start_new_session=True,
+        )
+    finally:
+        if output is not None:
+            output.close()
+    return Server(process, runtime, host, port)
+
+
+def serve(
+    target: str | Callable[[], Any],
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    workers: int = 1,
+    *,
+    factory: bool = False,
+    log_level: str = "info",
+    json_logs: bool = True,
+) -> int:
+    """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status."""
+    server = start_server(
+        target,
+        host=host,
+        port=port,
+        workers=workers,
+        factory=factory,
+        log_level=log_level,
+        json_logs=json_logs,
+    )
+
+    def forward(signum: int, frame: FrameType | None) -> None:
+        if server.process.poll() is None:
+            server.process.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        return server.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        server.stop()

@@ -1,0 +1,108 @@
+"""The kernel under real granian, over TCP: two workers, metrics summed across them, JSON logs,
+and ``serve`` stopping cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+from fastapi import FastAPI
+from platformkit.http import create_app, start_server
+from platformkit.testing.services import free_port, tcp_reachable
+from prometheus_client import Counter
+
+HERE = Path(__file__).parent
+TARGET = f"{Path(__file__).stem}:make_app"
+
+
+def make_app() -> FastAPI:
+    """The app granian imports in its workers (this module is on their path)."""
+    app = create_app(title="granian-test", version="1")
+    looked_up = Counter("test_items_looked_up", "Items looked up")
+
+    @app.get("/items/{item_id}")
+    async def item(item_id: int) -> dict[str, int]:
+        looked_up.inc()
+        return {"id": item_id}
+
+    return app
+
+
+def scrape(text: str, prefix: str) -> float:
+    return sum(
+        float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(prefix)
+    )
+
+
+async def test_two_workers_serve_health_and_metrics_over_tcp(tmp_path: Path) -> None:
+    port = free_port()
+    log_file = tmp_path / "granian.log"
+    server = start_server(
+        TARGET, port=port, workers=2, factory=True, working_dir=HERE, log_file=log_file
+    )
+    try:
+        server.wait_ready()
+        limits = httpx.Limits(max_keepalive_connections=0)  # a new connection per request
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", limits=limits) as c:
+            for _ in range(20):
+                r = await c.get("/healthz")
+                assert r.status_code == 200
+                assert r.json() == {"status": "ok"}
+            for n in range(10):
+                assert (await c.get(f"/items/{n}")).json()["id"] == n
+            metrics = await c.get("/metrics")
+        assert metrics.status_code == 200
+        text = metrics.text
+        # Whichever worker answered the scrape, the counts are the sum over both workers.
+        route = 'http_requests_total{method="GET",route='
+        assert scrape(text, route + '"/healthz",status="200"}') == 20
+        assert scrape(text, route + '"/items/{item_id}",status="200"}') == 10
+        assert scrape(text, "test_items_looked_up_total") == 10
+        # One sample file per worker that served something; the scrape summed them.
+        assert list((server.runtime_dir / "metrics").glob("counter_*.db"))
+    finally:
+        assert server.stop() == 0
+    assert not server.runtime_dir.exists()
+    lines = [line for line in log_file.read_text().splitlines() if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line granian or we wrote is JSON
+    access = [r for r in records if r["logger"] == "platformkit.http.access"]
+    assert {r["route"] for r in access} == {"/items/{item_id}"}  # probes are debug-level
+    assert all(r["request_id"] for r in access)
+    assert any(r["logger"] == "_granian" for r in records)
+
+
+def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
+    port = free_port()
+    code = (
+        "import sys\n"
+        "from platformkit.http import serve\n"
+        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
+    with open(tmp_path / "serve.log", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not tcp_reachable("127.0.0.1", port, timeout=0.2):
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "serve did not start listening"
+            time.sleep(0.05)
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
