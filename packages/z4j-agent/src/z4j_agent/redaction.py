@@ -1,0 +1,163 @@
+"""Redaction of task arguments, results and tracebacks before they leave a process.
+
+``redact`` walks dicts, lists, tuples and sets and returns new, JSON-safe objects: values under
+sensitive keys become ``[redacted]`` whatever their type, secret-shaped substrings of every string
+are masked (see ``textsecrets``), and anything that is not JSON becomes its ``repr``, truncated.
+Depth, item count and string length are bounded, so a huge or cyclic argument cannot blow up an
+event. The function is idempotent: the brain runs it again on receipt and changes nothing.
+
+Pure functions without dependencies, imported by the agent and by the brain.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from itertools import islice
+from typing import Any
+
+from z4j_agent.textsecrets import (
+    REDACTED,
+    mask_text,
+    normalize_keys,
+    secret_spans,
+)
+from z4j_agent.textsecrets import is_sensitive_key as _sensitive
+
+__all__ = [
+    "REDACTED",
+    "TRUNCATED",
+    "RedactionLimits",
+    "find_secrets",
+    "is_sensitive_key",
+    "normalize_keys",
+    "redact",
+    "redact_text",
+]
+
+TRUNCATED = " ...[truncated]"
+TOO_DEEP = "[truncated: nested too deeply]"
+MORE_KEY = "[truncated]"
+
+
+@dataclass(frozen=True)
+class RedactionLimits:
+    max_depth: int = 12
+    max_items: int = 200
+    max_string: int = 16 * 1024
+    max_repr: int = 2048
+    max_key: int = 256
+
+
+DEFAULT_LIMITS = RedactionLimits()
+
+
+def redact_text(text: str, extra_keys: Iterable[str] = (), max_length: int | None = None) -> str:
+    """Mask the secrets of ``text``; with ``max_length`` the result is at most that long."""
+    return _text(text, normalize_keys(extra_keys), max_length)
+
+
+def _text(text: str, extra: tuple[str, ...], limit: int | None) -> str:
+    if limit is None:
+        return mask_text(text, extra)
+    # Masking a very long string costs time for text that truncation drops anyway.
+    masked = mask_text(text[: limit * 4], extra)
+    if len(masked) <= limit and len(text) <= limit * 4:
+        return masked
+    cut = max(0, limit - len(TRUNCATED) - 32)
+    while True:
+        # Masking the cut text again hides a secret the cut split; the result is a fixpoint of
+        # ``mask_text`` within the limit, which is what makes ``redact`` idempotent.
+        result = mask_text(masked[:cut] + TRUNCATED, extra)
+        if len(result) <= limit or cut == 0:
+            return result[:limit] if cut == 0 else result
+        cut = max(0, cut - 64)
+
+
+def is_sensitive_key(key: str, extra_keys: Iterable[str] = ()) -> bool:
+    """Whether values under ``key`` are masked: ``Password``, ``api-key``, ``X-Auth-Token``..."""
+    return _sensitive(key, normalize_keys(extra_keys))
+
+
+def redact(
+    value: Any, extra_keys: Iterable[str] = (), limits: RedactionLimits = DEFAULT_LIMITS
+) -> Any:
+    """A redacted, JSON-safe copy of ``value``; ``extra_keys`` adds sensitive key names."""
+    return _walk(value, 0, normalize_keys(extra_keys), limits)
+
+
+def _walk(value: Any, depth: int, extra: tuple[str, ...], limits: RedactionLimits) -> Any:
+    if value is None or type(value) is bool:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if isinstance(value, str):
+        return _text(str.__str__(value), extra, limits.max_string)
+    if isinstance(value, Mapping | list | tuple | set | frozenset) and depth >= limits.max_depth:
+        return TOO_DEEP
+    if isinstance(value, Mapping):
+        return _mapping(value, depth, extra, limits)
+    if isinstance(value, list | tuple | set | frozenset):
+        items = list(islice(value, limits.max_items + 1))
+        out = [_walk(item, depth + 1, extra, limits) for item in items[: limits.max_items]]
+        if len(value) > limits.max_items:
+            out[-1] = f"[truncated: {len(value) - limits.max_items + 1} more items]"
+        return out
+    return _text(_safe_repr(value), extra, limits.max_repr)
+
+
+def _mapping(
+    value: Mapping[Any, Any], depth: int, extra: tuple[str, ...], limits: RedactionLimits
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    items = list(islice(value.items(), limits.max_items + 1))
+    keep = limits.max_items if len(items) <= limits.max_items else limits.max_items - 1
+    for key, item in items[:keep]:
+        name = key if isinstance(key, str) else _key_repr(key)
+        name = _text(str.__str__(name), extra, limits.max_key)
+        if _sensitive(name, extra):
+            out[name] = REDACTED
+        else:
+            out[name] = _walk(item, depth + 1, extra, limits)
+    if len(items) > limits.max_items:
+        out[MORE_KEY] = f"{len(value) - keep} more items"
+    return out
+
+
+def _key_repr(key: Any) -> str:
+    if key is None or isinstance(key, bool | int | float):
+        return str(key)
+    return _safe_repr(key)
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__ must not break the task's event
+        return f"<unrepresentable {type(value).__name__}>"
+
+
+def find_secrets(value: Any, extra_keys: Iterable[str] = ()) -> list[str]:
+    """Secrets still present in ``value``: unmasked values of sensitive keys and secret-shaped
+    substrings. Empty for anything ``redact`` returned."""
+    extra = normalize_keys(extra_keys)
+    found: list[str] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.extend(secret_spans(item, extra))
+        elif isinstance(item, Mapping):
+            for key, sub in item.items():
+                if isinstance(key, str):
+                    found.extend(secret_spans(key, extra))
+                    if _sensitive(key, extra) and sub != REDACTED:
+                        found.append(_safe_repr(sub))
+                        continue
+                stack.append(sub)
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(item)
+    return found

@@ -1,0 +1,138 @@
+"""Properties of redaction: idempotent, leaves no secret, never adds any, keeps clean text."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from z4j_agent.redaction import REDACTED, RedactionLimits, find_secrets, redact, redact_text
+
+# Z4J_HYPOTHESIS_EXAMPLES raises the count for a deeper local run (8000 passes in ~3 min).
+SETTINGS = settings(
+    max_examples=int(os.environ.get("Z4J_HYPOTHESIS_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+# Text made of the characters the patterns care about, so collisions actually get explored.
+tricky_text = st.lists(
+    st.sampled_from(
+        [
+            *list("aAkKeEyYpP=:\"' \t\n/@.-_[]{}()&;,xX0123456789"),
+            "password",
+            "token",
+            "Bearer ",
+            "eyJ",
+            "://",
+            "AKIA",
+            "Cookie",
+            "-----BEGIN PRIVATE KEY-----",
+            "-----END PRIVATE KEY-----",
+            "ghp_",
+            "sk_live_",
+            "xoxb-",
+            "AIza",
+            REDACTED,
+            "api_key",
+            "0123456789abcdef",
+        ]
+    ),
+    max_size=40,
+).map("".join)
+any_text = st.one_of(st.text(max_size=200), tricky_text)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | any_text,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(
+            st.one_of(any_text, st.sampled_from(["password", "token", "x"])), children, max_size=5
+        )
+    ),
+    max_leaves=20,
+)
+
+
+@SETTINGS
+@given(any_text)
+def test_text_redaction_is_idempotent(text: str) -> None:
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+@SETTINGS
+@given(any_text, st.integers(min_value=40, max_value=200))
+def test_bounded_text_redaction_is_idempotent(text: str, limit: int) -> None:
+    once = redact_text(text * 3, max_length=limit)
+    assert len(once) <= limit
+    assert redact_text(once, max_length=limit) == once
+
+
+@SETTINGS
+@given(json_values)
+def test_structure_redaction_is_idempotent_and_json_safe(value: Any) -> None:
+    limits = RedactionLimits(max_depth=3, max_items=3, max_string=80)
+    once = redact(value, limits=limits)
+    json.dumps(once, allow_nan=False)
+    assert redact(once, limits=limits) == once
+
+
+@SETTINGS
+@given(json_values)
+def test_no_secret_survives_and_none_is_added(value: Any) -> None:
+    before = len(find_secrets(value))
+    after = find_secrets(redact(value))
+    assert after == []
+    assert len(after) <= before
+
+
+secret_word = st.text(alphabet=ALNUM, min_size=12, max_size=30)
+filler = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
+
+PLANTS = [
+    lambda s: f"password={s}",
+    lambda s: f"'api_key': '{s}'",
+    lambda s: f'"clientSecret": "{s}"',
+    lambda s: f"Authorization: Bearer {s}",
+    lambda s: f"postgresql://user:{s}@db.internal:5432/app",
+    lambda s: f"eyJ{s}.eyJ{s}.{s}",
+    lambda s: f"ghp_{(s * 3)[:36]}",
+    lambda s: f"xoxb-{s}",
+    lambda s: f"sk_live_{s}",
+    lambda s: f"-----BEGIN EC PRIVATE KEY-----\n{s}\n-----END EC PRIVATE KEY-----",
+    lambda s: f"X-Auth-Token: {s}",
+]
+
+
+@SETTINGS
+@given(filler, filler, secret_word, st.sampled_from(range(len(PLANTS))))
+def test_planted_secrets_never_survive(before: str, after: str, secret: str, kind: int) -> None:
+    assume(secret not in before and secret not in after)
+    text = f"{before} {PLANTS[kind](secret)}\n{after}"
+    assert secret not in redact_text(text)
+    assert secret not in json.dumps(redact({"message": text, "args": [text]}))
+
+
+@SETTINGS
+@given(filler, secret_word)
+def test_secret_under_a_sensitive_key_never_survives(other: str, secret: str) -> None:
+    assume(secret not in other)
+    out = redact({"kwargs": {"Password": secret, "note": other}, "token": [secret]})
+    assert secret not in json.dumps(out)
+
+
+plain_text = st.text(
+    alphabet=st.sampled_from(list("abcdefghij KLMNO,.!?0123456789\n")), max_size=200
+)
+
+
+@SETTINGS
+@given(plain_text)
+def test_text_without_secrets_is_unchanged(text: str) -> None:
+    assert find_secrets(text) == []
+    assert redact_text(text) == text
+    assert redact({"message": text}) == {"message": text}

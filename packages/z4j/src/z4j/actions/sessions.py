@@ -1,0 +1,162 @@
+"""Signing in and out, and recognising a session cookie on later requests.
+
+The cookie is ``<session id>.<secret>``: the id (UUIDv7) finds the ``sessions`` row by primary
+key and the 32-byte random secret proves possession; the row keeps only
+``HMAC-SHA256(session key, secret)`` in ``data.secret_hash``, so a copy of the table cannot be
+replayed as cookies. Sessions slide: a request more than ``EXTEND_AFTER`` after the last
+extension moves ``expires_at`` to now + ``session_days`` (at most one write per hour each).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import logging
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+
+from platformkit.db.scope import transaction
+from platformkit.ids import uuid7
+from platformkit.passwords import PasswordPolicy, hash_password, needs_rehash, verify_password
+
+from z4j.actions import audit
+from z4j.actions.context import Ctx, User
+from z4j.actions.errors import InvalidCredentials
+from z4j.actions.users import hash_in_thread, password_policy
+from z4j.brain import Brain
+from z4j.store import sessions as session_store
+from z4j.store import users as user_store
+
+EXTEND_AFTER = timedelta(hours=1)
+log = logging.getLogger("z4j.auth")
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    user: User
+    session_id: uuid.UUID
+    cookie: str
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Session:
+    user: User
+    session_id: uuid.UUID
+    expires_at: datetime
+    extended: bool  # the cookie should be sent again with the new expiry
+
+
+def _secret_hash(brain: Brain, secret: str) -> str:
+    return hmac.new(
+        brain.secrets.derive("session-secret"), secret.encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def csrf_token(brain: Brain, session_id: uuid.UUID) -> str:
+    """The token forms of this session carry: bound to it, so it needs no storage."""
+    digest = hmac.new(brain.secrets.derive("csrf"), session_id.bytes, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def csrf_valid(brain: Brain, session_id: uuid.UUID, candidate: str) -> bool:
+    return hmac.compare_digest(candidate.encode(), csrf_token(brain, session_id).encode())
+
+
+@lru_cache(maxsize=4)
+def _dummy_hash(policy: PasswordPolicy) -> str:
+    return hash_password(secrets.token_urlsafe(16), policy)
+
+
+def _lifetime(brain: Brain) -> timedelta:
+    return timedelta(days=brain.settings.session_days)
+
+
+async def login(brain: Brain, email: str, password: str) -> SignedIn:
+    """Check the password and open a session; InvalidCredentials whatever was wrong."""
+    policy = password_policy()
+    async with transaction(brain.pool) as conn:
+        row = await user_store.get_by_email(conn, email)
+    if row is None or not row["is_active"]:
+        # Spend the same time as a real check, so timing does not reveal which emails exist.
+        await asyncio.to_thread(verify_password, password, _dummy_hash(policy), policy)
+        log.info("failed sign-in for an unknown or inactive account")
+        raise InvalidCredentials()
+    ok = await asyncio.to_thread(verify_password, password, row["password_hash"], policy)
+    if not ok:
+        log.info("failed sign-in", extra={"user_id": str(row["id"])})
+        raise InvalidCredentials()
+    user = User.from_row(row)
+    rehash = await hash_in_thread(password) if needs_rehash(row["password_hash"], policy) else None
+    secret = secrets.token_urlsafe(32)
+    session_id = uuid7()
+    expires_at = datetime.now(UTC) + _lifetime(brain)
+    async with transaction(brain.pool) as conn:
+        if rehash is not None:
+            await user_store.set_password_hash(conn, user.id, rehash)
+        await session_store.delete_expired_for_user(conn, user.id)
+        await session_store.create(
+            conn, session_id, user.id, expires_at, {"secret_hash": _secret_hash(brain, secret)}
+        )
+        await audit.record(
+            conn,
+            brain,
+            "auth.login",
+            actor=user.id,
+            target_type="session",
+            target_id=session_id,
+            details={"rehashed": rehash is not None},
+        )
+    return SignedIn(user, session_id, f"{session_id}.{secret}", expires_at)
+
+
+def _parse_cookie(value: str) -> tuple[uuid.UUID, str] | None:
+    ident, _, secret = value.partition(".")
+    if not secret or len(secret) > 64 or len(ident) != 36:
+        return None
+    try:
+        return uuid.UUID(ident), secret
+    except ValueError:
+        return None
+
+
+async def resolve(brain: Brain, cookie: str | None) -> Session | None:
+    """The live session a cookie names, extended when due; None for anything else."""
+    parsed = _parse_cookie(cookie) if cookie else None
+    if parsed is None:
+        return None
+    session_id, secret = parsed
+    async with transaction(brain.pool) as conn:
+        row = await session_store.get_live_with_user(conn, session_id)
+        stored = str((row["data"] if row else {}).get("secret_hash", ""))
+        if row is None or not hmac.compare_digest(
+            stored.encode(), _secret_hash(brain, secret).encode()
+        ):
+            return None
+        expires_at: datetime = row["expires_at"]
+        now = datetime.now(UTC)
+        extended = now - (expires_at - _lifetime(brain)) >= EXTEND_AFTER
+        if extended:
+            expires_at = now + _lifetime(brain)
+            await session_store.extend(conn, session_id, expires_at)
+    return Session(User.from_row(row), session_id, expires_at, extended)
+
+
+async def logout(ctx: Ctx) -> None:
+    if ctx.session_id is None:
+        return
+    async with transaction(ctx.brain.pool) as conn:
+        if await session_store.delete(conn, ctx.session_id):
+            await audit.record(
+                conn,
+                ctx.brain,
+                "auth.logout",
+                actor=ctx.actor_id,
+                target_type="session",
+                target_id=ctx.session_id,
+            )

@@ -1,0 +1,150 @@
+"""One agent connection speaking wire protocol v2, independent of the transport.
+
+The WebSocket route and the HTTP fallback both drive an ``AgentSession``: authenticate the
+bearer token, answer ``hello`` with ``hello_ack``, then verify every signed frame (signature,
+clock skew, nonce memory, sequence, session binding) before acting on it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from platformkit.ids import uuid7
+from platformkit.tokens import InvalidTokenError, parse_token
+from z4j_agent.protocol import (
+    CLOSE_BAD_HELLO,
+    CLOSE_BAD_TOKEN,
+    CLOSE_UNSUPPORTED_PROTOCOL,
+    MAX_BATCH_EVENTS,
+    MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
+    FrameError,
+    FrameSigner,
+    FrameVerifier,
+    Session,
+)
+
+from z4j import __version__
+from z4j.brain import AGENT_TOKEN, Brain
+from z4j.ingest.fold import fold_batch
+from z4j.store import agents as agent_store
+from z4j.store.ingest import write_folded
+
+
+def bearer_token(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, value = header.partition(" ")
+    return value.strip() if scheme.lower() == "bearer" and value.strip() else None
+
+
+async def authenticate(brain: Brain, header: str | None) -> dict[str, Any]:
+    """The agent row for a bearer token, or FrameError(4401)."""
+    token = bearer_token(header)
+    try:
+        parse_token(AGENT_TOKEN, token or "")
+    except InvalidTokenError:
+        raise FrameError("missing or malformed agent token", CLOSE_BAD_TOKEN) from None
+    assert token is not None
+    async with brain.platform_tx() as conn:
+        agent = await agent_store.find_by_token_hash(conn, brain.token_hasher.hash(token))
+    if agent is None:
+        raise FrameError("unknown agent token", CLOSE_BAD_TOKEN)
+    return agent
+
+
+class AgentSession:
+    """Protocol state of one authenticated connection."""
+
+    def __init__(self, brain: Brain, agent: dict[str, Any]) -> None:
+        self.brain = brain
+        self.agent_id: uuid.UUID = agent["id"]
+        self.project_id: uuid.UUID = agent["project_id"]
+        self.session_id = str(uuid7())
+        self.worker_id = ""
+        session = Session(
+            brain.secrets.project_secret(self.project_id),
+            str(self.agent_id),
+            str(self.project_id),
+            self.session_id,
+        )
+        self.signer = FrameSigner(session)
+        self.verifier = FrameVerifier(session)
+        self.greeted = False
+
+    async def hello(self, frame: Any) -> dict[str, Any]:
+        if not isinstance(frame, dict) or frame.get("type") != "hello":
+            raise FrameError("the first frame must be hello", CLOSE_BAD_HELLO)
+        payload = frame.get("payload")
+        if frame.get("v") != PROTOCOL_VERSION or not isinstance(payload, dict):
+            raise FrameError("unsupported protocol version", CLOSE_UNSUPPORTED_PROTOCOL)
+        if str(payload.get("protocol_version", "2")).split(".")[0] != str(PROTOCOL_VERSION):
+            raise FrameError("unsupported protocol version", CLOSE_UNSUPPORTED_PROTOCOL)
+        self.worker_id = str(payload.get("worker_id") or "")[:128]
+        async with self.brain.project_tx(self.project_id) as conn:
+            await agent_store.record_hello(conn, self.agent_id, payload, datetime.now(UTC))
+        self.greeted = True
+        await self.brain.notify_change()
+        return {
+            "v": PROTOCOL_VERSION,
+            "type": "hello_ack",
+            "id": str(frame.get("id", ""))[:64],
+            "ts": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+            "payload": {
+                "protocol_version": str(PROTOCOL_VERSION),
+                "brain_version": __version__,
+                "agent_id": str(self.agent_id),
+                "project_id": str(self.project_id),
+                "session_id": self.session_id,
+                "heartbeat_interval_seconds": self.brain.settings.heartbeat_interval_seconds,
+                "max_frame_size_bytes": MAX_FRAME_BYTES,
+            },
+        }
+
+    async def handle(self, frame: Any) -> dict[str, Any] | None:
+        """Verify and act on one signed frame; return the reply frame, if any."""
+        frame = self.verifier.verify(frame)
+        kind = frame["type"]
+        payload = frame["payload"]
+        if kind == "event_batch":
+            return await self._event_batch(frame["id"], payload)
+        if kind == "heartbeat":
+            async with self.brain.project_tx(self.project_id) as conn:
+                await agent_store.touch(conn, self.agent_id, datetime.now(UTC))
+            return None
+        # agent_status, registry_delta, command_ack, command_result and error are accepted and
+        # refresh liveness; commands are not issued by this brain yet.
+        return None
+
+    async def _event_batch(self, frame_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+        events = payload.get("events")
+        if not isinstance(events, list) or len(events) > MAX_BATCH_EVENTS:
+            raise FrameError(
+                f"event_batch needs an events list of <= {MAX_BATCH_EVENTS}", CLOSE_BAD_HELLO
+            )
+        folded = fold_batch(self.project_id, events)
+        now = datetime.now(UTC)
+        async with self.brain.project_tx(self.project_id) as conn:
+            await write_folded(conn, self.project_id, self.agent_id, folded)
+            await agent_store.touch(conn, self.agent_id, now)
+        await self.brain.notify_change()
+        return self.signer.sign(
+            "event_batch_ack",
+            {
+                "acked_id": frame_id,
+                "received": len(events),
+                "accepted": folded.accepted,
+                "rejected": folded.rejected,
+            },
+        )
+
+    async def disconnected(self) -> None:
+        if not self.greeted:
+            return
+        others = [k for k in self.brain.live if k[0] == self.agent_id]
+        if not others:
+            async with self.brain.project_tx(self.project_id) as conn:
+                await agent_store.mark_offline(conn, self.agent_id)
+            await self.brain.notify_change()

@@ -1,0 +1,74 @@
+"""WebSocket ``/ws/agent``: the agents' main channel (plain Starlette, no FastAPI machinery)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+from z4j_agent.protocol import CLOSE_BAD_HELLO, CLOSE_REPLACED, MAX_FRAME_BYTES, FrameError
+
+from z4j.api.agent_session import AgentSession, authenticate
+from z4j.brain import Brain
+
+log = logging.getLogger("z4j.agent_ws")
+
+
+class _Live:
+    def __init__(self, ws: WebSocket) -> None:
+        self.ws = ws
+
+    async def close(self, code: int, reason: str) -> None:
+        with contextlib.suppress(RuntimeError):  # already closed
+            await self.ws.close(code=code, reason=reason)
+
+
+async def _receive(ws: WebSocket) -> Any:
+    message = await ws.receive()
+    if message["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(message.get("code", 1000))
+    raw = message.get("text") if message.get("text") is not None else message.get("bytes")
+    if raw is None or len(raw) > MAX_FRAME_BYTES:
+        raise FrameError("frame missing or larger than the maximum frame size", CLOSE_BAD_HELLO)
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise FrameError("frame is not JSON", CLOSE_BAD_HELLO) from exc
+
+
+async def agent_websocket(ws: WebSocket) -> None:
+    brain: Brain = ws.app.state.brain
+    session: AgentSession | None = None
+    key = None
+    await ws.accept()
+    try:
+        agent = await authenticate(brain, ws.headers.get("authorization"))
+        session = AgentSession(brain, agent)
+        await ws.send_text(json.dumps(await session.hello(await _receive(ws))))
+        key = (session.agent_id, session.worker_id)
+        previous = brain.live.get(key)
+        brain.live[key] = _Live(ws)
+        if previous is not None:
+            await previous.close(CLOSE_REPLACED, "replaced by a newer connection")
+        while True:
+            reply = await session.handle(await _receive(ws))
+            if reply is not None:
+                await ws.send_text(json.dumps(reply))
+    except FrameError as exc:
+        log.warning(
+            "closing agent connection: %s", exc.reason, extra={"close_code": exc.close_code}
+        )
+        await _Live(ws).close(exc.close_code, exc.reason[:120])
+    except WebSocketDisconnect:
+        pass
+    finally:
+        if (
+            key is not None
+            and brain.live.get(key) is not None
+            and getattr(brain.live[key], "ws", None) is ws
+        ):
+            del brain.live[key]
+        if session is not None:
+            await session.disconnected()

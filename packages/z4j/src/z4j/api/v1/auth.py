@@ -1,0 +1,35 @@
+"""Signing in and out through the API: the same session cookie the dashboard uses."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response, status
+
+from z4j.actions import sessions
+from z4j.api.v1 import cookies
+from z4j.api.v1.deps import CtxDep, OptionalCtxDep, brain_of
+from z4j.api.v1.schemas import LoginIn, UserOut
+
+router = APIRouter(tags=["auth"])
+
+
+@router.post("/auth/login", summary="Sign in; sets the session cookie")
+async def login(body: LoginIn, request: Request, response: Response) -> UserOut:
+    brain = brain_of(request)
+    signed = await sessions.login(brain, body.email, body.password)
+    cookies.set_session(response, brain.settings, signed.cookie, signed.expires_at)
+    return UserOut.model_validate(signed.user)
+
+
+@router.post(
+    "/auth/logout",
+    status_code=status.HTTP_204_NO_CONTENT,
+    summary="End the session and clear its cookie",
+)
+async def logout(ctx: OptionalCtxDep, response: Response) -> None:
+    await sessions.logout(ctx)
+    cookies.clear_session(response, ctx.brain.settings)
+
+
+@router.get("/auth/me", summary="The signed-in user")
+async def me(ctx: CtxDep) -> UserOut:
+    return UserOut.model_validate(ctx.actor)

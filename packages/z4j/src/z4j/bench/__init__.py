@@ -1,0 +1,1 @@
+"""Benchmarks of the brain: commands that print one JSON object per line."""

@@ -1,0 +1,45 @@
+"""A throwaway brain for benchmarks: its own database and config dir, the real server process."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psycopg
+from platformkit.db.pool import with_database
+from platformkit.testing.services import free_port
+from psycopg import sql
+
+from z4j import db
+from z4j.testing import BrainProcess
+
+
+@contextlib.asynccontextmanager
+async def bench_brain(configured_url: str | None, workers: int = 1) -> AsyncIterator[BrainProcess]:
+    """Start ``z4j serve`` on a fresh database (dropped afterwards)."""
+    admin = db.resolve_admin_url(configured_url)
+    name = f"z4j_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(with_database(admin, "postgres"), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    root = Path(tempfile.mkdtemp(prefix="z4j-bench-"))
+    server = BrainProcess(
+        with_database(admin, name),
+        root / "config",
+        free_port(),
+        root / "brain.log",
+        env={"Z4J_WORKERS": str(workers)},
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        with psycopg.connect(with_database(admin, "postgres"), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,54 @@
+"""What a running brain holds: settings, secrets, the pool, and live agent sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from platformkit.db.scope import Conn, Pool, platform_transaction, tenant_transaction
+from platformkit.tokens import HmacTokenHasher, TokenFormat
+
+from z4j.db import SCOPE
+from z4j.secrets_file import BrainSecrets
+from z4j.settings import Settings
+
+AGENT_TOKEN = TokenFormat.encoded("z4ja_", nbytes=32, encoding="urlsafe")
+
+
+class LiveSession(Protocol):
+    async def close(self, code: int, reason: str) -> None: ...
+
+
+@dataclass
+class Brain:
+    settings: Settings
+    secrets: BrainSecrets
+    pool: Pool
+    # (agent id, worker id) -> the connection serving it; a reconnect replaces the old one.
+    live: dict[tuple[uuid.UUID, str], LiveSession] = field(default_factory=dict)
+    # session id -> HTTP-fallback session of this process (see z4j.api.agent_http)
+    http_sessions: dict[str, Any] = field(default_factory=dict)
+    changes: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    @property
+    def token_hasher(self) -> HmacTokenHasher:
+        return HmacTokenHasher(self.secrets.token_key)
+
+    @asynccontextmanager
+    async def project_tx(self, project_id: uuid.UUID) -> AsyncIterator[Conn]:
+        async with tenant_transaction(self.pool, SCOPE, project_id) as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def platform_tx(self) -> AsyncIterator[Conn]:
+        async with platform_transaction(self.pool, SCOPE) as conn:
+            yield conn
+
+    async def notify_change(self) -> None:
+        """Wake live dashboard streams: something they show may have changed."""
+        async with self.changes:
+            self.changes.notify_all()

@@ -1,0 +1,1 @@
+"""Background loops of the brain."""

@@ -1,0 +1,1 @@
+"""Pure rules of z4j: task states, the mapping of wire events onto them."""

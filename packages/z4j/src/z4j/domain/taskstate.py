@@ -1,0 +1,68 @@
+"""How events decide a task's state, whatever order they arrive in.
+
+Each state-changing event has a key ``(not pending, agent timestamp, rank)``; a task's state is
+that of the event with the greatest key. Taking a maximum does not depend on arrival order, so
+late or duplicated events never move a task backwards, while a real second run (Celery retries
+reuse the task id: started -> retried -> started -> succeeded) follows the agent's clock. A
+``task_sent`` seen after the worker already reported never drags the task back to pending, even
+when the producer's clock runs ahead of the worker's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class TaskState(StrEnum):
+    PENDING = "pending"
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    RETRIED = "retried"
+    LOST = "lost"
+
+
+TERMINAL = frozenset(
+    {TaskState.SUCCEEDED, TaskState.FAILED, TaskState.CANCELLED, TaskState.RETRIED, TaskState.LOST}
+)
+
+# Ties on the agent clock go to the state further along; every state has its own rank so the
+# order is total and the outcome never depends on arrival order.
+RANK = {
+    TaskState.PENDING: 0,
+    TaskState.STARTED: 1,
+    TaskState.RETRIED: 2,
+    TaskState.LOST: 3,
+    TaskState.CANCELLED: 4,
+    TaskState.FAILED: 5,
+    TaskState.SUCCEEDED: 6,
+}
+
+
+@dataclass(frozen=True, order=True)
+class StateKey:
+    """Orders state claims; the greatest claim is the task's state."""
+
+    settled: bool
+    at: datetime
+    rank: int
+
+    @classmethod
+    def of(cls, state: TaskState, at: datetime) -> StateKey:
+        return cls(state is not TaskState.PENDING, at, RANK[state])
+
+
+def winner(
+    current: tuple[TaskState, datetime] | None, claim: tuple[TaskState, datetime]
+) -> tuple[TaskState, datetime]:
+    """The (state, at) that stands after ``claim`` meets ``current``."""
+    if current is None:
+        return claim
+    return claim if StateKey.of(*claim) > StateKey.of(*current) else current
+
+
+def finished_at(state: TaskState, state_at: datetime) -> datetime | None:
+    return state_at if state in TERMINAL else None

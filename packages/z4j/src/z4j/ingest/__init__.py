@@ -1,0 +1,1 @@
+"""Turning agents' event batches into ``events`` and ``tasks`` rows."""

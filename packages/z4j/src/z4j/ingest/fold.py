@@ -1,0 +1,168 @@
+"""Parse a batch of wire events and fold them into one row per task and one per event.
+
+Pure: no I/O. The store applies the folded rows with the same rules in SQL, so the result is the
+same whether events arrive in one batch or many, in order or not, once or several times.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from z4j_agent.protocol import parse_ts
+from z4j_agent.redaction import redact
+
+from z4j.domain.taskstate import TaskState, finished_at, winner
+from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, map_task_event
+
+_MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_task_id": 200}
+
+
+def scoped_id(project_id: uuid.UUID, value: str) -> uuid.UUID:
+    """Ids agents send are scoped to the project, so no agent can touch another project's rows."""
+    return uuid.uuid5(project_id, value)
+
+
+@dataclass
+class TaskRow:
+    id: uuid.UUID
+    engine: str
+    engine_task_id: str
+    name: str | None = None
+    queue: str | None = None
+    args: Any = None
+    kwargs: Any = None
+    group_id: str | None = None
+    worker: str | None = None
+    enqueued_at: datetime | None = None
+    started_at: datetime | None = None
+    claim: tuple[TaskState, datetime] | None = None
+    error: dict[str, Any] | None = None
+    runtime_ms: float | None = None
+    retries: int = 0
+
+    @property
+    def finished_at(self) -> datetime | None:
+        return finished_at(*self.claim) if self.claim else None
+
+
+@dataclass
+class EventRow:
+    id: uuid.UUID
+    task_id: uuid.UUID
+    event_type: str
+    ts: datetime
+    payload: dict[str, Any]
+
+
+@dataclass
+class Folded:
+    tasks: dict[uuid.UUID, TaskRow] = field(default_factory=dict)
+    events: list[EventRow] = field(default_factory=list)
+    worker_seen: datetime | None = None
+    accepted: int = 0
+    rejected: int = 0
+
+
+def _text(data: dict[str, Any], key: str, limit_key: str | None = None) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    return str(value)[: _MAX_TEXT[limit_key or key]]
+
+
+def _later(a: datetime | None, b: datetime) -> datetime:
+    return b if a is None or b > a else a
+
+
+def _fold_task(row: TaskRow, state: TaskState | None, at: datetime, data: dict[str, Any]) -> None:
+    row.name = row.name or _text(data, "task_name", "name")
+    row.queue = row.queue or _text(data, "queue")
+    row.group_id = row.group_id or _text(data, "group_id")
+    worker = _text(data, "worker")
+    row.worker = row.worker or worker
+    if row.args is None and "args" in data:
+        row.args = data["args"]
+    if row.kwargs is None and "kwargs" in data:
+        row.kwargs = data["kwargs"]
+    if isinstance(data.get("retry_count"), int):
+        row.retries = max(row.retries, data["retry_count"])
+    if state is TaskState.PENDING:
+        row.enqueued_at = at if row.enqueued_at is None else min(row.enqueued_at, at)
+    if state is TaskState.STARTED:
+        row.started_at = _later(row.started_at, at)
+    if state is None:
+        return
+    before = row.claim
+    row.claim = winner(row.claim, (state, at))
+    if row.claim != before:
+        # The worker shown is the one that produced the task's current state.
+        row.worker = worker or row.worker
+        row.error = _error(data) if state is TaskState.FAILED else None
+        runtime = data.get("runtime_ms")
+        row.runtime_ms = float(runtime) if isinstance(runtime, int | float) else None
+
+
+def _error(data: dict[str, Any]) -> dict[str, Any]:
+    exc = data.get("exception")
+    exc_type, exc_msg = None, None
+    if isinstance(exc, dict):
+        exc_type, exc_msg = exc.get("type"), exc.get("message")
+    elif exc is not None:
+        exc_type, _, exc_msg = str(exc).partition(":")
+    return {
+        "exc_type": exc_type,
+        "exc_msg": (exc_msg or "").strip() or None,
+        "traceback_redacted": data.get("traceback"),
+    }
+
+
+def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
+    """Validate, redact and fold wire events; malformed ones are counted as rejected."""
+    out = Folded()
+    for raw in events:
+        try:
+            kind = raw["kind"]
+            at = parse_ts(raw["occurred_at"])
+            data = raw.get("data") or {}
+            if not isinstance(kind, str) or not isinstance(data, dict):
+                raise TypeError("kind must be a string and data an object")
+        except (KeyError, TypeError, ValueError, AttributeError):
+            out.rejected += 1
+            continue
+        if kind in WORKER_KINDS:
+            out.worker_seen = _later(out.worker_seen, at)
+            out.accepted += 1
+            continue
+        mapping = map_task_event(kind, data)
+        engine_task_id = raw.get("task_id")
+        event_id = raw.get("id")
+        if (
+            mapping is None
+            or not isinstance(engine_task_id, str)
+            or not engine_task_id
+            or not isinstance(event_id, str)
+            or not event_id
+        ):
+            if kind.startswith(IGNORED_PREFIXES):
+                out.accepted += 1
+            else:
+                out.rejected += 1
+            continue
+        data = redact(data)
+        task_id = scoped_id(project_id, engine_task_id[:200])
+        row = out.tasks.get(task_id)
+        if row is None:
+            engine = str(raw.get("engine") or "celery")[:40]
+            row = out.tasks[task_id] = TaskRow(task_id, engine, engine_task_id[:200])
+        _fold_task(row, mapping.state, at, data)
+        if mapping.event_type is not None:
+            out.events.append(
+                EventRow(
+                    scoped_id(project_id, event_id[:200]), task_id, mapping.event_type, at, data
+                )
+            )
+        out.accepted += 1
+    return out

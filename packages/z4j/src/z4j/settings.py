@@ -1,0 +1,40 @@
+"""The brain's settings: environment variables prefixed Z4J_, overridable by CLI flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def default_config_dir() -> Path:
+    return Path(platformdirs.user_config_dir("z4j"))
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="Z4J_", extra="ignore")
+
+    database_url: SecretStr | None = Field(
+        None, description="Administrative PostgreSQL URL; unset starts the embedded server."
+    )
+    host: str = Field("127.0.0.1", description="Address the brain listens on.")
+    port: int = Field(7700, description="Port the brain listens on.")
+    workers: int = Field(1, description="Server worker processes.")
+    public_url: str | None = Field(
+        None, description="URL people and agents use to reach the brain (for printed links)."
+    )
+    config_dir: Path = Field(
+        default_factory=default_config_dir, description="Where the brain keeps its secrets file."
+    )
+    heartbeat_interval_seconds: int = Field(10, description="Heartbeat interval told to agents.")
+    offline_after_seconds: int = Field(
+        30, description="An agent silent this long is marked offline."
+    )
+    session_days: int = Field(14, description="Sliding lifetime of a dashboard session.")
+    secure_cookies: bool = Field(False, description="Mark session cookies Secure (behind TLS).")
+
+    @property
+    def base_url(self) -> str:
+        return self.public_url or f"http://{self.host}:{self.port}"

@@ -1,0 +1,1 @@
+"""SQL of z4j, one module per aggregate; tenant-table functions take the project scope."""

@@ -1,0 +1,116 @@
+"""Bulk writes of folded event batches: one statement for tasks, one for events.
+
+Both statements take their rows as one JSON document (``jsonb_to_recordset``), so a batch of
+thousands of events costs two round trips and one ``json.dumps`` each. The task upsert applies
+the same ordering rule as ``z4j.domain.taskstate``: the state claim with the greater
+(settled, agent time, rank) key wins, so replays and late arrivals never move a task backwards.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from platformkit.db.scope import Conn
+from psycopg.types.json import Jsonb
+
+from z4j.ingest.fold import Folded
+
+_UPSERT_TASKS = """
+INSERT INTO tasks AS t (id, project_id, agent_id, engine, engine_task_id, name, queue, state,
+    state_at, args_redacted, kwargs_redacted, error, group_id, worker, enqueued_at, started_at,
+    finished_at, runtime_ms, retries)
+SELECT u.id, %(project)s, %(agent)s, u.engine, u.engine_task_id, u.name, u.queue,
+    COALESCE(u.state, 'pending'), u.state_at, u.args, u.kwargs, u.error, u.group_id, u.worker,
+    u.enqueued_at, u.started_at, u.finished_at, u.runtime_ms, u.retries
+FROM jsonb_to_recordset(%(rows)s::jsonb)
+    AS u(id uuid, engine text, engine_task_id text, name text, queue text, state task_state,
+         state_at timestamptz, args jsonb, kwargs jsonb, error jsonb, group_id text, worker text,
+         enqueued_at timestamptz, started_at timestamptz, finished_at timestamptz,
+         runtime_ms float8, retries int)
+ON CONFLICT (id) DO UPDATE SET
+    agent_id = COALESCE(EXCLUDED.agent_id, t.agent_id),
+    name = COALESCE(t.name, EXCLUDED.name),
+    queue = COALESCE(t.queue, EXCLUDED.queue),
+    args_redacted = COALESCE(t.args_redacted, EXCLUDED.args_redacted),
+    kwargs_redacted = COALESCE(t.kwargs_redacted, EXCLUDED.kwargs_redacted),
+    group_id = COALESCE(t.group_id, EXCLUDED.group_id),
+    worker = CASE WHEN {wins} THEN COALESCE(EXCLUDED.worker, t.worker)
+                  ELSE COALESCE(t.worker, EXCLUDED.worker) END,
+    enqueued_at = LEAST(t.enqueued_at, EXCLUDED.enqueued_at),
+    started_at = GREATEST(t.started_at, EXCLUDED.started_at),
+    retries = GREATEST(t.retries, EXCLUDED.retries),
+    state = CASE WHEN {wins} THEN EXCLUDED.state ELSE t.state END,
+    state_at = CASE WHEN {wins} THEN EXCLUDED.state_at ELSE t.state_at END,
+    error = CASE WHEN {wins} THEN EXCLUDED.error ELSE t.error END,
+    finished_at = CASE WHEN {wins} THEN EXCLUDED.finished_at ELSE t.finished_at END,
+    runtime_ms = CASE WHEN {wins} THEN EXCLUDED.runtime_ms ELSE t.runtime_ms END,
+    updated_at = now()
+""".replace(
+    "{wins}",
+    """(EXCLUDED.state_at IS NOT NULL AND (t.state_at IS NULL OR
+        (EXCLUDED.state <> 'pending', EXCLUDED.state_at, z4j_state_rank(EXCLUDED.state))
+        > (t.state <> 'pending', t.state_at, z4j_state_rank(t.state))))""",
+)
+
+_INSERT_EVENTS = """
+INSERT INTO events (id, task_id, agent_id, project_id, event_type, ts, payload)
+SELECT u.id, u.task_id, %(agent)s, %(project)s, u.event_type, u.ts, u.payload
+FROM jsonb_to_recordset(%(rows)s::jsonb)
+    AS u(id uuid, task_id uuid, event_type text, ts timestamptz, payload jsonb)
+ON CONFLICT (id) DO NOTHING
+"""
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+async def write_folded(
+    conn: Conn, project_id: uuid.UUID, agent_id: uuid.UUID | None, folded: Folded
+) -> None:
+    """Apply ``folded`` inside the caller's project-scoped transaction."""
+    # A fixed lock order keeps concurrent batches touching the same tasks from deadlocking.
+    tasks = sorted(folded.tasks.values(), key=lambda t: t.id)
+    if tasks:
+        rows = [
+            {
+                "id": str(t.id),
+                "engine": t.engine,
+                "engine_task_id": t.engine_task_id,
+                "name": t.name,
+                "queue": t.queue,
+                "state": t.claim[0].value if t.claim else None,
+                "state_at": _iso(t.claim[1] if t.claim else None),
+                "args": t.args,
+                "kwargs": t.kwargs,
+                "error": t.error,
+                "group_id": t.group_id,
+                "worker": t.worker,
+                "enqueued_at": _iso(t.enqueued_at),
+                "started_at": _iso(t.started_at),
+                "finished_at": _iso(t.finished_at),
+                "runtime_ms": t.runtime_ms,
+                "retries": t.retries,
+            }
+            for t in tasks
+        ]
+        await conn.execute(
+            _UPSERT_TASKS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows)}
+        )
+    if folded.events:
+        # One JSON document for the whole column set: psycopg adapts it in a single dumps
+        # instead of escaping hundreds of jsonb array elements one by one.
+        rows = [
+            {
+                "id": str(e.id),
+                "task_id": str(e.task_id),
+                "event_type": e.event_type,
+                "ts": e.ts.isoformat(),
+                "payload": e.payload,
+            }
+            for e in folded.events
+        ]
+        await conn.execute(
+            _INSERT_EVENTS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows)}
+        )

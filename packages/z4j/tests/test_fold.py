@@ -1,0 +1,99 @@
+"""Folding events into task rows: any order, any split, any repetition gives the same task."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from z4j.domain.taskstate import TaskState, winner
+from z4j.ingest.fold import fold_batch
+
+PROJECT = uuid.UUID(int=1)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+KINDS = [
+    "task.sent",
+    "task.received",
+    "task.started",
+    "task.succeeded",
+    "task.failed",
+    "task.retried",
+    "task.revoked",
+]
+
+
+def ev(i: int, kind: str, sec: int) -> dict[str, Any]:
+    return {
+        "id": f"e{i}",
+        "kind": kind,
+        "task_id": "t",
+        "engine": "celery",
+        "occurred_at": (T0 + timedelta(seconds=sec)).isoformat(),
+        "data": {"task_name": "x", "exception": "ValueError: boom"},
+    }
+
+
+events_st = st.lists(
+    st.tuples(st.sampled_from(KINDS), st.integers(0, 5)), min_size=1, max_size=12
+).map(lambda xs: [ev(i, k, s) for i, (k, s) in enumerate(xs)])
+
+
+def outcome(events: list[dict[str, Any]]) -> tuple[Any, ...]:
+    row = next(iter(fold_batch(PROJECT, events).tasks.values()))
+    return (
+        row.claim,
+        row.enqueued_at,
+        row.started_at,
+        row.finished_at,
+        (row.error or {}).get("exc_type"),
+    )
+
+
+@given(events_st, st.randoms())
+@settings(max_examples=200)
+def test_order_does_not_matter(events: list[dict[str, Any]], rnd: Any) -> None:
+    shuffled = events[:]
+    rnd.shuffle(shuffled)
+    assert outcome(events) == outcome(shuffled)
+
+
+@given(events_st)
+def test_duplicates_do_not_matter(events: list[dict[str, Any]]) -> None:
+    assert outcome(events) == outcome(events + events)
+
+
+def test_late_sent_never_moves_back_to_pending() -> None:
+    claim = winner((TaskState.SUCCEEDED, T0), (TaskState.PENDING, T0 + timedelta(hours=1)))
+    assert claim[0] is TaskState.SUCCEEDED
+
+
+def test_celery_retry_reuses_id_and_follows_agent_clock() -> None:
+    seq = [
+        ev(0, "task.sent", 0),
+        ev(1, "task.started", 1),
+        ev(2, "task.retried", 2),
+        ev(3, "task.started", 3),
+        ev(4, "task.succeeded", 4),
+    ]
+    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=4))
+    assert outcome(seq[:3])[0] == (TaskState.RETRIED, T0 + timedelta(seconds=2))
+
+
+def test_malformed_events_are_rejected_not_fatal() -> None:
+    folded = fold_batch(
+        PROJECT, [{"kind": "task.sent"}, "nope", ev(1, "task.sent", 0), {**ev(2, "task.bogus", 0)}]
+    )
+    assert (folded.accepted, folded.rejected) == (1, 3)
+
+
+def test_failure_keeps_error_and_traceback() -> None:
+    e = ev(1, "task.failed", 1)
+    e["data"]["traceback"] = "Traceback...\nValueError: boom"
+    row = next(iter(fold_batch(PROJECT, [e]).tasks.values()))
+    assert row.error == {
+        "exc_type": "ValueError",
+        "exc_msg": "boom",
+        "traceback_redacted": "Traceback...\nValueError: boom",
+    }
