@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 
 echo "== ruff check";          uv run --frozen ruff check .
 echo "== ruff format --check"; uv run --frozen ruff format --check .
-echo "== mypy --strict";       uv run --frozen mypy --strict packages/platformkit/src
+echo "== mypy --strict";       uv run --frozen mypy --strict packages/*/src
 echo "== pytest";              uv run --frozen pytest "$@"

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from platformkit.testing.services import free_port, service_missing, tcp_reachable
 from z4j_agent.buffer import EventBuffer
 from z4j_agent.celery import install, uninstall
@@ -153,6 +154,11 @@ def worker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str,
                 process.kill()
                 process.wait(5)
         app.close()
+        if broker_name == "redis":  # kombu keeps a binding key per queue name
+            client = redis.Redis.from_url(broker)
+            for key in client.scan_iter(match=f"*{queue}*"):
+                client.delete(key)
+            client.close()
 
 
 def _by_task(events: list[dict[str, Any]], task_id: str) -> dict[str, list[dict[str, Any]]]:

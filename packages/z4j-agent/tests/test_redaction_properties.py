@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from z4j_agent.redaction import REDACTED, RedactionLimits, find_secrets, redact, redact_text
@@ -136,3 +137,32 @@ def test_text_without_secrets_is_unchanged(text: str) -> None:
     assert find_secrets(text) == []
     assert redact_text(text) == text
     assert redact({"message": text}) == {"message": text}
+
+
+@given(st.text(max_size=300))
+def test_shortcut_never_skips_a_secret(text: str) -> None:
+    from z4j_agent.textsecrets import mask_all_rules, mask_text
+
+    assert mask_text(text) == mask_all_rules(text)
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        "Bearer abcdefghijklmnop",
+        "password=hunter2",
+        "https://u:p4ss@host/x",
+        "AKIAABCDEFGHIJKLMNOP",
+        "ghp_" + "a" * 36,
+        "xoxb-1234567890-abc",
+        "sk_live_1234567890ab",
+        "AIza" + "b" * 35,
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+        "-----BEGIN PRIVATE KEY-----\nabc\n-----END PRIVATE KEY-----",
+    ],
+)
+def test_shortcut_lets_every_rule_see_its_trigger(planted: str) -> None:
+    from z4j_agent.textsecrets import mask_all_rules, mask_text
+
+    assert mask_text("x " + planted + " y") == mask_all_rules("x " + planted + " y")
+    assert mask_text("x " + planted + " y") != "x " + planted + " y"

@@ -11,6 +11,7 @@ Pure functions without dependencies, imported by the agent and by the brain.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -117,14 +118,18 @@ def _mapping(
     keep = limits.max_items if len(items) <= limits.max_items else limits.max_items - 1
     for key, item in items[:keep]:
         name = key if isinstance(key, str) else _key_repr(key)
-        name = _text(str.__str__(name), extra, limits.max_key)
-        if _sensitive(name, extra):
-            out[name] = REDACTED
-        else:
-            out[name] = _walk(item, depth + 1, extra, limits)
+        name, sensitive = _key(str.__str__(name), extra, limits.max_key)
+        out[name] = REDACTED if sensitive else _walk(item, depth + 1, extra, limits)
     if len(items) > limits.max_items:
         out[MORE_KEY] = f"{len(value) - keep} more items"
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _key(name: str, extra: tuple[str, ...], limit: int) -> tuple[str, bool]:
+    # The same few keys recur in every event; masking and classifying each once is enough.
+    masked = _text(name, extra, limit)
+    return masked, _sensitive(masked, extra)
 
 
 def _key_repr(key: Any) -> str:

@@ -15,8 +15,10 @@ def make_app(broker: str, queue: str) -> Celery:
     app.conf.update(
         broker_connection_retry_on_startup=True,
         task_default_queue=queue,
-        # Auto-delete: a test run leaves no queue behind in RabbitMQ.
-        task_queues=[Queue(queue, Exchange(queue), routing_key=queue, auto_delete=True)],
+        # Auto-delete: a test run leaves no queue or exchange behind in RabbitMQ.
+        task_queues=[
+            Queue(queue, Exchange(queue, auto_delete=True), routing_key=queue, auto_delete=True)
+        ],
         worker_hijack_root_logger=False,
         worker_prefetch_multiplier=1,
     )

@@ -42,7 +42,9 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port [default: 7700].")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
-    admin_email: Annotated[str | None, typer.Option(help="Create this first admin.")] = None,
+    admin_email: Annotated[
+        str | None, typer.Option(help="Create this first admin.", envvar="Z4J_ADMIN_EMAIL")
+    ] = None,
     admin_password: Annotated[
         str | None,
         typer.Option(
@@ -154,6 +156,23 @@ def audit_verify(
         f"{result.detail}; {result.checked} rows before it verified"
     )
     raise typer.Exit(1)
+
+
+@bench.command("query")
+def bench_query(
+    tasks: Annotated[int, typer.Option(help="Tasks to load into one project.")] = 1_000_000,
+    requests: Annotated[int, typer.Option(help="Requests per filter case.")] = 100,
+    database_url: Annotated[
+        str | None, typer.Option(envvar="Z4J_DATABASE_URL", help="Server; default embedded.")
+    ] = None,
+) -> None:
+    """The task-list API with typical filters over N tasks: p50/p95/p99 per case."""
+    import json
+
+    from z4j.bench.query import run
+
+    for line in asyncio.run(run(tasks, requests, database_url)):
+        print(json.dumps(line))
 
 
 def stack_command() -> list[str]:

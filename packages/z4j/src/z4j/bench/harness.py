@@ -19,7 +19,9 @@ from z4j.testing import BrainProcess
 
 
 @contextlib.asynccontextmanager
-async def bench_brain(configured_url: str | None, workers: int = 1) -> AsyncIterator[BrainProcess]:
+async def bench_brain(
+    configured_url: str | None, workers: int = 1, env: dict[str, str] | None = None
+) -> AsyncIterator[BrainProcess]:
     """Start ``z4j serve`` on a fresh database (dropped afterwards)."""
     admin = db.resolve_admin_url(configured_url)
     name = f"z4j_bench_{uuid.uuid4().hex[:8]}"
@@ -31,7 +33,7 @@ async def bench_brain(configured_url: str | None, workers: int = 1) -> AsyncIter
         root / "config",
         free_port(),
         root / "brain.log",
-        env={"Z4J_WORKERS": str(workers)},
+        env={"Z4J_WORKERS": str(workers), **(env or {})},
     )
     try:
         server.start()

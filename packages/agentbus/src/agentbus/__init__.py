@@ -1,0 +1,1 @@
+"""AgentBus gateway: API, delivery over NATS JetStream, admin CLI."""

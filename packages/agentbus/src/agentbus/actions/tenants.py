@@ -1,0 +1,125 @@
+"""Tenants: create (platform operator), list (platform operator), suspend (04-API-SPEC §10.1).
+
+A tenant is created in its own scope: the new id is set as ``app.tenant_id`` first, so every row
+(tenant, subscription, data key, owner, membership, bootstrap token, audit) passes RLS as the
+gateway role. The JetStream stream is created after commit by the messaging layer.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from platformkit.db.scope import tenant_transaction, transaction
+from platformkit.ids import uuid7
+
+from agentbus.actions.access import require_platform, tenant_scope
+from agentbus.actions.audit import record_action
+from agentbus.actions.context import Ctx
+from agentbus.actions.tokens import IssuedToken, issue_token
+from agentbus.actions.users import OwnerSpec, add_user
+from agentbus.actions.validate import PLANS, check_one_of, check_slug, check_text
+from agentbus.db import SCOPE
+from agentbus.errors import AgentBusError, AlreadyExists, StateConflict
+from agentbus.ids import format_id
+from agentbus.keys import PLATFORM_KEK, add_tenant_key
+from agentbus.store import integration_tokens, plans, tenants
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CreatedTenant:
+    tenant: Row
+    owner_user: Row | None = None
+    bootstrap_token: IssuedToken | None = None
+
+
+async def create_tenant(
+    ctx: Ctx,
+    *,
+    slug: str,
+    display_name: str,
+    plan: str = "starter",
+    region: str = "eu-west",
+    owner: OwnerSpec | None = None,
+) -> CreatedTenant:
+    """Tenant, subscription, data key version 1 and, with ``owner``, the owner user, their
+    ``owner`` membership and a tenant-wide bootstrap token with every scope."""
+    require_platform(ctx)
+    if ctx.keyring is None:
+        raise AgentBusError("creating a tenant needs the deployment keyring")
+    check_slug(slug)
+    display_name = check_text(display_name, "display_name")
+    check_one_of(plan, PLANS, "plan")
+    region = check_text(region, "region", max_length=40)
+    tenant_id = uuid7()
+    try:
+        async with tenant_transaction(ctx.pool, SCOPE, tenant_id) as conn:
+            limits = await plans.plan_limits(conn, plan) or {}
+            tenant = await tenants.insert_tenant(
+                conn,
+                tenant_id,
+                slug=slug,
+                display_name=display_name,
+                plan=plan,
+                region=region,
+                retention_days=int(limits.get("retention_days", 7)),
+                kek_ref=PLATFORM_KEK,
+            )
+            await plans.insert_subscription(conn, tenant_id, plan)
+            await add_tenant_key(conn, ctx.keyring, tenant_id)
+            await record_action(
+                conn,
+                ctx,
+                tenant_id,
+                "tenant.create",
+                target_type="tenant",
+                target_id=format_id("ten", tenant_id),
+                details={"slug": slug, "plan": plan, "region": region},
+            )
+            if owner is None:
+                return CreatedTenant(tenant)
+            user = await add_user(conn, ctx, tenant_id, owner, role="owner")
+            token = await issue_token(
+                conn,
+                ctx,
+                tenant_id,
+                owner_user_id=user["id"],
+                name="bootstrap",
+                scopes=integration_tokens.SCOPES,
+            )
+            return CreatedTenant(tenant, user, token)
+    except psycopg.errors.UniqueViolation as exc:
+        if exc.diag.constraint_name == "tenants_slug_key":
+            raise AlreadyExists(f"tenant slug {slug!r} is taken", field="slug") from exc
+        raise
+
+
+async def list_tenants(ctx: Ctx) -> list[Row]:
+    require_platform(ctx)
+    async with transaction(ctx.pool) as conn:
+        return await tenants.list_all_tenants(conn)
+
+
+async def suspend_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None) -> Row:
+    """``active`` -> ``suspended``; the gateway then refuses the tenant's tokens (AB-1013)."""
+    require_platform(ctx)
+    async with tenant_scope(ctx, tenant_id) as (conn, tenant):
+        row = await tenants.set_tenant_status(conn, tenant_id, "suspended", only_from=["active"])
+        if row is None:
+            raise StateConflict(
+                f"tenant is {tenant['status']}, not active", tenant_status=tenant["status"]
+            )
+        await record_action(
+            conn,
+            ctx,
+            tenant_id,
+            "tenant.suspend",
+            target_type="tenant",
+            target_id=format_id("ten", tenant_id),
+            details={"reason": reason},
+        )
+        return row

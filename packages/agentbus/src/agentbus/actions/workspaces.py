@@ -1,0 +1,61 @@
+"""Workspaces (04-API-SPEC §10.2), the model resource: schema -> store -> action -> route."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import psycopg
+
+from agentbus.actions.access import require_tenant_admin, tenant_scope
+from agentbus.actions.audit import record_action
+from agentbus.actions.context import Ctx
+from agentbus.actions.validate import check_slug, check_text
+from agentbus.errors import AlreadyExists, PlanLimitReached
+from agentbus.ids import format_id
+from agentbus.store import plans, workspaces
+
+Row = dict[str, Any]
+
+
+async def create_workspace(
+    ctx: Ctx,
+    tenant_id: uuid.UUID,
+    *,
+    slug: str,
+    display_name: str,
+    description: str | None = None,
+) -> Row:
+    """AB-8001 (slug), AB-8003 (slug taken in the tenant), AB-5006 (plan ``workspaces``)."""
+    check_slug(slug)
+    display_name = check_text(display_name, "display_name")
+    description = check_text(description, "description", max_length=2000, required=False) or None
+    try:
+        async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+            await require_tenant_admin(conn, ctx, tenant_id)
+            limit = (await plans.effective_limits(conn, tenant_id)).get("workspaces")
+            if (
+                limit is not None
+                and await workspaces.count_live_workspaces(conn, tenant_id) >= limit
+            ):
+                raise PlanLimitReached(f"the plan allows {limit} workspaces", limit="workspaces")
+            row = await workspaces.insert_workspace(
+                conn, tenant_id, slug=slug, display_name=display_name, description=description
+            )
+            await record_action(
+                conn,
+                ctx,
+                tenant_id,
+                "workspace.create",
+                target_type="workspace",
+                target_id=format_id("ws", row["id"]),
+                details={"slug": slug},
+            )
+            return row
+    except psycopg.errors.UniqueViolation as exc:
+        raise AlreadyExists(f"workspace slug {slug!r} is taken", field="slug") from exc
+
+
+async def list_workspaces(ctx: Ctx, tenant_id: uuid.UUID) -> list[Row]:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        return await workspaces.list_workspaces(conn, tenant_id)

@@ -1,0 +1,326 @@
+"""``agentbus-gateway admin``: the platform operator's tenants, workspaces, users and tokens.
+
+Every command calls the same action the API calls, as a platform actor (``cli:<login>`` in
+``audit_actions``), logged in as agentbus_app so row-level security applies as in the gateway.
+Ids are the text forms (``ten_...``); ``--json`` prints machine-readable lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import psycopg
+import typer
+from psycopg_pool import PoolTimeout
+from rich.console import Console
+from rich.table import Table
+
+from agentbus import db
+from agentbus.actions import tenants, tokens, users, workspaces
+from agentbus.actions.context import Actor, Ctx
+from agentbus.errors import AgentBusError
+from agentbus.ids import InvalidId, format_id, parse_id
+from agentbus.keys import load_or_create_keyring
+from agentbus.settings import Settings
+from agentbus.store.integration_tokens import DEFAULT_SCOPES
+
+app = typer.Typer(help="Administer tenants, workspaces, users and tokens.", no_args_is_help=True)
+console = Console()
+PREFIX_OF = {"tenant_id": "ten", "workspace_id": "ws", "owner_user_id": "usr", "user_id": "usr"}
+
+
+@dataclass
+class State:
+    database_url: str | None
+    keyring_path: Path | None
+
+
+@app.callback()
+def admin(
+    ctx: typer.Context,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="Administrative URL of the agentbus database (default: the embedded server).",
+            envvar="AGENTBUS_DATABASE_URL",
+            show_default=False,
+        ),
+    ] = None,
+    keyring: Annotated[
+        Path | None,
+        typer.Option(
+            help="Deployment keyring (default: <config dir>/keyring.json).",
+            envvar="AGENTBUS_KEYRING_PATH",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    ctx.obj = State(database_url, keyring)
+
+
+def _run[T](ctx: typer.Context, call: Callable[[Ctx], Awaitable[T]], *, keyring: bool = False) -> T:
+    state: State = ctx.ensure_object(State)
+    settings = Settings()
+    password = settings.app_password.get_secret_value() if settings.app_password else None
+
+    async def go() -> T:
+        pool = await db.open_app_pool(
+            db.resolve_admin_url(state.database_url), password, max_size=2
+        )
+        try:
+            ring = None
+            if keyring:
+                ring = load_or_create_keyring(state.keyring_path or settings.resolved_keyring_path)
+            return await call(Ctx(pool, Actor.operator(), keyring=ring))
+        finally:
+            await pool.close()
+
+    try:
+        return asyncio.run(go())
+    except AgentBusError as exc:
+        console.print(f"[red]{exc.code} {exc.name}[/]: {exc.detail or exc.title}")
+        raise typer.Exit(1) from exc
+    except (psycopg.OperationalError, PoolTimeout) as exc:
+        console.print(f"[red]database unavailable[/]: {exc}")
+        raise typer.Exit(1) from exc
+
+
+def _id(prefix: str, text: str, option: str) -> uuid.UUID:
+    try:
+        return parse_id(prefix, text)
+    except InvalidId as exc:
+        raise typer.BadParameter(f"expected a {prefix}_ id", param_hint=option) from exc
+
+
+def rfc3339(value: datetime) -> str:
+    """The wire form of 00-CONVENTIONS §7: UTC, ``Z``, exactly three fractional digits."""
+    return (
+        value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
+    )
+
+
+def public(row: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A row for display: text ids, ISO timestamps."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        kind = prefix if key == "id" else PREFIX_OF.get(key)
+        if isinstance(value, uuid.UUID):
+            value = format_id(kind, value) if kind else str(value)
+        elif isinstance(value, datetime):
+            value = rfc3339(value)
+        out[key] = value
+    return out
+
+
+def _show(rows: list[dict[str, Any]], prefix: str, columns: list[str], as_json: bool) -> None:
+    shown = [public(r, prefix) for r in rows]
+    if as_json:
+        typer.echo(json.dumps(shown, indent=2, default=str))
+        return
+    table = Table()
+    for column in columns:
+        table.add_column(column, no_wrap=column == "id")
+
+    def cell(value: Any) -> str:
+        return " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+
+    for row in shown:
+        table.add_row(*(cell(row[c]) for c in columns))
+    console.print(table)
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+TenantOpt = Annotated[str, typer.Option("--tenant", help="Tenant id (ten_...).")]
+
+tenants_app = typer.Typer(help="Tenants.", no_args_is_help=True)
+workspaces_app = typer.Typer(help="Workspaces of a tenant.", no_args_is_help=True)
+users_app = typer.Typer(help="Users of a tenant.", no_args_is_help=True)
+tokens_app = typer.Typer(help="Integration tokens of a tenant.", no_args_is_help=True)
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(workspaces_app, name="workspaces")
+app.add_typer(users_app, name="users")
+app.add_typer(tokens_app, name="tokens")
+
+
+@tenants_app.command("create")
+def tenants_create(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="3-40 of a-z, 0-9, '-'.")],
+    name: Annotated[str, typer.Option(help="Display name.")],
+    plan: Annotated[str, typer.Option(help="starter, business or enterprise.")] = "starter",
+    region: Annotated[str, typer.Option(help="Data residency region.")] = "eu-west",
+    owner_email: Annotated[str | None, typer.Option(help="Also create this owner.")] = None,
+    owner_idp: Annotated[
+        str, typer.Option(help="Owner's IdP ('oidc:<issuer>'...).")
+    ] = "oidc:local",
+    owner_subject: Annotated[
+        str | None, typer.Option(help="Owner's IdP subject (default: e-mail).")
+    ] = None,
+) -> None:
+    """Create a tenant; with --owner-email also its owner and a bootstrap token (shown once)."""
+    owner = None
+    if owner_email is not None:
+        owner = users.OwnerSpec(owner_email, owner_idp, owner_subject or owner_email)
+    created = _run(
+        ctx,
+        lambda c: tenants.create_tenant(
+            c, slug=slug, display_name=name, plan=plan, region=region, owner=owner
+        ),
+        keyring=True,
+    )
+    console.print(f"created tenant {format_id('ten', created.tenant['id'])} ({slug})")
+    if created.owner_user is not None:
+        console.print(f"owner {format_id('usr', created.owner_user['id'])}")
+    if created.bootstrap_token is not None:
+        _print_token(created.bootstrap_token)
+
+
+@tenants_app.command("list")
+def tenants_list(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Every tenant."""
+    rows = _run(ctx, tenants.list_tenants)
+    _show(rows, "ten", ["id", "slug", "display_name", "plan", "status", "region"], as_json)
+
+
+@tenants_app.command("suspend")
+def tenants_suspend(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Argument(help="Tenant id (ten_...).")],
+    reason: Annotated[str | None, typer.Option(help="Recorded in the audit row.")] = None,
+) -> None:
+    """Suspend an active tenant: its tokens stop working (AB-1013)."""
+    tid = _id("ten", tenant, "TENANT")
+    _run(ctx, lambda c: tenants.suspend_tenant(c, tid, reason=reason))
+    console.print(f"suspended {tenant}")
+
+
+@workspaces_app.command("create")
+def workspaces_create(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    slug: Annotated[str, typer.Argument(help="3-40 of a-z, 0-9, '-'.")],
+    name: Annotated[str, typer.Option(help="Display name.")],
+    description: Annotated[str | None, typer.Option(help="Shown in the console.")] = None,
+) -> None:
+    """Create a workspace."""
+    tid = _id("ten", tenant, "--tenant")
+    row = _run(
+        ctx,
+        lambda c: workspaces.create_workspace(
+            c, tid, slug=slug, display_name=name, description=description
+        ),
+    )
+    console.print(f"created workspace {format_id('ws', row['id'])} ({slug})")
+
+
+@workspaces_app.command("list")
+def workspaces_list(ctx: typer.Context, tenant: TenantOpt, as_json: JsonFlag = False) -> None:
+    """The tenant's workspaces."""
+    tid = _id("ten", tenant, "--tenant")
+    rows = _run(ctx, lambda c: workspaces.list_workspaces(c, tid))
+    _show(rows, "ws", ["id", "slug", "display_name", "created_at"], as_json)
+
+
+@users_app.command("create")
+def users_create(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    email: Annotated[str, typer.Option(help="E-mail address.")],
+    idp: Annotated[str, typer.Option(help="IdP ('clerk', 'oidc:<issuer>', ...).")] = "oidc:local",
+    subject: Annotated[str | None, typer.Option(help="IdP subject (default: e-mail).")] = None,
+    name: Annotated[str | None, typer.Option(help="Display name.")] = None,
+    role: Annotated[str, typer.Option(help="owner, admin, member, auditor or billing.")] = "member",
+) -> None:
+    """Create a user with a tenant role."""
+    tid = _id("ten", tenant, "--tenant")
+    spec = users.OwnerSpec(email, idp, subject or email, name)
+    row = _run(ctx, lambda c: users.create_user(c, tid, spec, role=role))
+    console.print(f"created user {format_id('usr', row['id'])} ({row['email']}, {role})")
+
+
+@users_app.command("list")
+def users_list(ctx: typer.Context, tenant: TenantOpt, as_json: JsonFlag = False) -> None:
+    """The tenant's users and their tenant roles."""
+    tid = _id("ten", tenant, "--tenant")
+    rows = _run(ctx, lambda c: users.list_users(c, tid))
+    _show(rows, "usr", ["id", "email", "tenant_role", "status", "idp"], as_json)
+
+
+def _print_token(issued: tokens.IssuedToken) -> None:
+    console.print(f"token {format_id('tok', issued.row['id'])}, shown once; store it now:")
+    typer.echo(issued.plaintext)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    owner: Annotated[str, typer.Option(help="Owning user (usr_...).")],
+    name: Annotated[str, typer.Option(help="What it is for ('ci-runner').")],
+    env: Annotated[str, typer.Option(help="live or test.")] = "live",
+    workspace: Annotated[str | None, typer.Option(help="Bind to a workspace (ws_...).")] = None,
+    scope: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Repeat: send, receive, register, read_audit, admin"
+            " (default: send receive register)."
+        ),
+    ] = None,
+    expires_in_days: Annotated[int | None, typer.Option(min=1, help="Expire after N days.")] = None,
+) -> None:
+    """Create an integration token; the plaintext is printed once and never stored."""
+    tid, uid = _id("ten", tenant, "--tenant"), _id("usr", owner, "--owner")
+    wid = None if workspace is None else _id("ws", workspace, "--workspace")
+    expires = None
+    if expires_in_days is not None:
+        expires = datetime.now(UTC) + timedelta(days=expires_in_days)
+    issued = _run(
+        ctx,
+        lambda c: tokens.create_integration_token(
+            c,
+            tid,
+            owner_user_id=uid,
+            name=name,
+            env=env,
+            workspace_id=wid,
+            scopes=scope or DEFAULT_SCOPES,
+            expires_at=expires,
+        ),
+    )
+    _print_token(issued)
+
+
+@tokens_app.command("list")
+def tokens_list(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    include_revoked: Annotated[bool, typer.Option(help="Also revoked tokens.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """The tenant's tokens: prefix and last four characters, never the token."""
+    tid = _id("ten", tenant, "--tenant")
+    rows = _run(
+        ctx, lambda c: tokens.list_integration_tokens(c, tid, include_revoked=include_revoked)
+    )
+    cols = ["id", "name", "env", "prefix", "last4", "scopes", "expires_at", "revoked_at"]
+    _show(rows, "tok", cols, as_json)
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    token: Annotated[str, typer.Argument(help="Token id (tok_...).")],
+    reason: Annotated[str | None, typer.Option(help="Why; kept on the token.")] = None,
+) -> None:
+    """Revoke a token; it stops verifying at once."""
+    tid, kid = _id("ten", tenant, "--tenant"), _id("tok", token, "TOKEN")
+    _run(ctx, lambda c: tokens.revoke_integration_token(c, tid, kid, reason=reason))
+    console.print(f"revoked {token}")

@@ -1,0 +1,1 @@
+"""Background loops: find candidates in batches, then act on each, idempotently."""

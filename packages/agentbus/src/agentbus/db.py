@@ -1,0 +1,69 @@
+"""The gateway's database: where it is, how it is migrated, and the scope of its transactions.
+
+Database ``agentbus``; migrations run as ``agentbus_owner``; the gateway logs in as
+``agentbus_app`` (NOBYPASSRLS) and sets ``app.tenant_id`` right after BEGIN through
+``tenant_transaction(pool, SCOPE, tenant_id)``; the support console logs in as
+``agentbus_support``. absurd's schema comes first, then ours (which creates the ``agentbus``
+queue).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib.resources import files
+
+from platformkit.db.migrator import Migrator, load_directory
+from platformkit.db.pool import open_pool, with_user
+from platformkit.db.roles import RoleSpec
+from platformkit.db.scope import Pool, ScopeSettings
+from platformkit.db.server import admin_url_for
+from platformkit.jobs import absurd_source
+
+DATABASE = "agentbus"
+OWNER_ROLE = "agentbus_owner"
+APP_ROLE = "agentbus_app"
+SUPPORT_ROLE = "agentbus_support"
+QUEUE = "agentbus"
+SCOPE = ScopeSettings(tenant="app.tenant_id")
+EXTENSIONS = ("btree_gist",)
+
+
+def migrator(
+    app_password: str | None = None, on_progress: Callable[[str], None] | None = None
+) -> Migrator:
+    """absurd, then AgentBus's own files, applied as agentbus_owner under an advisory lock."""
+    roles = RoleSpec(
+        owner=OWNER_ROLE,
+        app=APP_ROLE,
+        app_password=app_password,
+        extra_login_roles=(SUPPORT_ROLE,),
+    )
+    return Migrator(
+        system="agentbus",
+        sources=[absurd_source(), load_directory("agentbus", files("agentbus") / "migrations")],
+        roles=roles,
+        extensions=EXTENSIONS,
+        on_progress=on_progress or (lambda _label: None),
+    )
+
+
+def resolve_admin_url(configured: str | None) -> str:
+    """The configured administrative URL, or the embedded server's ``agentbus`` database."""
+    return admin_url_for(configured, DATABASE)
+
+
+def app_url(admin_url: str, app_password: str | None = None) -> str:
+    """The same database, logged in as the non-superuser application role."""
+    return with_user(admin_url, APP_ROLE, app_password)
+
+
+def support_url(admin_url: str, password: str | None = None) -> str:
+    return with_user(admin_url, SUPPORT_ROLE, password)
+
+
+async def open_app_pool(
+    admin_url: str, app_password: str | None = None, *, max_size: int = 10
+) -> Pool:
+    return await open_pool(
+        app_url(admin_url, app_password), min_size=1, max_size=max_size, name="agentbus-app"
+    )

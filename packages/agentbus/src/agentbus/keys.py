@@ -1,0 +1,113 @@
+"""Tenant data keys on ``tenant_keys``: the kernel's envelope crypto wired to AgentBus's table.
+
+The platform KEK of data model §5 is the deployment keyring (``platformkit.crypto.Keyring``, a
+0600 file); BYOK providers come later. So for every platform tenant:
+
+- ``tenants.kek_ref`` is ``kms://platform/deployment-keyring``;
+- a ``tenant_keys`` row's ``kek_ref`` names the keyring key that wrapped it,
+  ``kms://platform/deployment-keyring/<key id>``, with ``kek_provider = 'platform'``;
+- ``version`` is the data key id the kernel carries into ciphertexts (``dek_version``).
+
+``TenantKeyStore`` implements ``platformkit.crypto.DataKeyStore`` so ``Envelope`` can use it;
+``add_tenant_key`` does the same inside a transaction the caller already holds (tenant create).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from platformkit.crypto import (
+    Keyring,
+    KeyringError,
+    StoredDataKey,
+    TenantId,
+    WrappedDataKey,
+    generate_keyring,
+    new_data_key,
+)
+from platformkit.db.scope import Conn, Pool, tenant_transaction
+
+from agentbus.db import SCOPE
+from agentbus.store import tenant_keys, tenants
+
+PLATFORM_KEK = "kms://platform/deployment-keyring"
+
+
+def kek_ref_for(kek_id: int) -> str:
+    return f"{PLATFORM_KEK}/{kek_id}"
+
+
+def kek_id_of(kek_ref: str) -> int:
+    head, _, tail = kek_ref.rpartition("/")
+    if head != PLATFORM_KEK or not tail.isdigit():
+        raise KeyringError(f"{kek_ref!r} is not a platform keyring reference")
+    return int(tail)
+
+
+def load_or_create_keyring(path: Path) -> Keyring:
+    """The keyring at ``path``; a new one (mode 0600, in a 0700 directory) if there is none."""
+    if path.exists():
+        return Keyring.load(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return generate_keyring(path)
+
+
+def _stored(row: dict[str, object]) -> StoredDataKey:
+    kek_ref, wrapped, version = row["kek_ref"], row["dek_wrapped"], row["version"]
+    assert isinstance(kek_ref, str)
+    assert isinstance(wrapped, bytes)
+    assert isinstance(version, int)
+    return StoredDataKey(version, WrappedDataKey(kek_id_of(kek_ref), wrapped))
+
+
+async def store_wrapped_key(
+    conn: Conn, tenant_id: uuid.UUID, wrapped: WrappedDataKey
+) -> StoredDataKey:
+    """Store ``wrapped`` as the tenant's next version, active, and retire the previous one
+    (data model §5.3). The tenant row is locked first so two rotations never share a version."""
+    await tenants.lock_tenant(conn, tenant_id)
+    version = await tenant_keys.next_version(conn, tenant_id)
+    await tenant_keys.retire_active(conn, tenant_id)
+    row = await tenant_keys.insert_key(
+        conn, tenant_id, version, dek_wrapped=wrapped.wrapped, kek_ref=kek_ref_for(wrapped.kek_id)
+    )
+    return _stored(row)
+
+
+async def add_tenant_key(conn: Conn, keyring: Keyring, tenant_id: uuid.UUID) -> StoredDataKey:
+    """A new data key wrapped under the keyring's active key; inside the tenant's transaction."""
+    return await store_wrapped_key(conn, tenant_id, new_data_key(keyring, tenant_id))
+
+
+def _uuid(tenant_id: TenantId) -> uuid.UUID:
+    return tenant_id if isinstance(tenant_id, uuid.UUID) else uuid.UUID(tenant_id)
+
+
+class TenantKeyStore:
+    """``DataKeyStore`` over ``tenant_keys``, each call in its own tenant transaction."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    async def get_active(self, tenant_id: TenantId) -> StoredDataKey | None:
+        tid = _uuid(tenant_id)
+        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+            row = await tenant_keys.active_key(conn, tid)
+        return None if row is None else _stored(row)
+
+    async def get(self, tenant_id: TenantId, key_id: int) -> StoredDataKey | None:
+        tid = _uuid(tenant_id)
+        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+            row = await tenant_keys.get_key(conn, tid, key_id)
+        return None if row is None else _stored(row)
+
+    async def put(self, tenant_id: TenantId, wrapped: WrappedDataKey) -> StoredDataKey:
+        tid = _uuid(tenant_id)
+        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+            return await store_wrapped_key(conn, tid, wrapped)
+
+    async def delete(self, tenant_id: TenantId) -> None:
+        tid = _uuid(tenant_id)
+        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+            await tenant_keys.destroy_keys(conn, tid)

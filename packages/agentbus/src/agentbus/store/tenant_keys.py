@@ -1,0 +1,85 @@
+"""tenant_keys: a tenant's data keys (DEKs), stored wrapped by the KEK (data model §5.1, §5.3).
+
+Versions count up from 1 and are never reused; one row is ``active``; rotation retires it;
+crypto-shredding marks every row ``destroyed`` and overwrites the wrapped key with zeros.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from platformkit.db.scope import Conn
+
+Row = dict[str, Any]
+
+COLUMNS = "tenant_id, version, dek_wrapped, kek_ref, kek_provider, status, created_at, retired_at"
+
+
+async def next_version(conn: Conn, tenant_id: uuid.UUID) -> int:
+    """Call with the tenant row locked (``tenants.lock_tenant``) so two rotations take turns."""
+    cur = await conn.execute(
+        "SELECT COALESCE(max(version), 0) + 1 AS v FROM tenant_keys WHERE tenant_id = %s",
+        (tenant_id,),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return int(row["v"])
+
+
+async def retire_active(conn: Conn, tenant_id: uuid.UUID) -> None:
+    await conn.execute(
+        """UPDATE tenant_keys SET status = 'retired', retired_at = now()
+           WHERE tenant_id = %s AND status = 'active'""",
+        (tenant_id,),
+    )
+
+
+async def insert_key(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    version: int,
+    *,
+    dek_wrapped: bytes,
+    kek_ref: str,
+    kek_provider: str = "platform",
+) -> Row:
+    cur = await conn.execute(
+        f"""INSERT INTO tenant_keys (tenant_id, version, dek_wrapped, kek_ref, kek_provider)
+            VALUES (%s, %s, %s, %s, %s) RETURNING {COLUMNS}""",
+        (tenant_id, version, dek_wrapped, kek_ref, kek_provider),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def active_key(conn: Conn, tenant_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM tenant_keys WHERE tenant_id = %s AND status = 'active'
+            ORDER BY version DESC LIMIT 1""",
+        (tenant_id,),
+    )
+    return await cur.fetchone()
+
+
+async def get_key(conn: Conn, tenant_id: uuid.UUID, version: int) -> Row | None:
+    """A usable (active or retired) version; destroyed keys are gone for good."""
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM tenant_keys
+            WHERE tenant_id = %s AND version = %s AND status <> 'destroyed'""",
+        (tenant_id, version),
+    )
+    return await cur.fetchone()
+
+
+async def destroy_keys(conn: Conn, tenant_id: uuid.UUID) -> int:
+    """Crypto-shred (data model §5.5 step 2); returns how many keys were destroyed."""
+    cur = await conn.execute(
+        """UPDATE tenant_keys
+              SET status = 'destroyed', retired_at = COALESCE(retired_at, now()),
+                  dek_wrapped = decode(repeat('00', length(dek_wrapped)), 'hex')
+            WHERE tenant_id = %s AND status <> 'destroyed'""",
+        (tenant_id,),
+    )
+    return cur.rowcount

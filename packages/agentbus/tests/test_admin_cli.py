@@ -1,0 +1,187 @@
+"""The admin CLI end to end: tenants, workspaces, users and tokens, through CliRunner against a
+real database. A token is printed once, only its SHA-256 is stored, and after revocation or
+expiry it no longer verifies."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from agentbus import db
+from agentbus.cli import app as cli
+from agentbus.errors import AgentBusError, TokenExpired, TokenRevoked
+from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
+from typer.testing import CliRunner, Result
+
+pytest_plugins = ["agentbus.testing"]
+
+TOKEN = re.compile(r"ab_(?:live|test)_[A-Za-z0-9]{40}")
+
+
+class Admin:
+    def __init__(self, url: str, keyring: Path) -> None:
+        self.url = url
+        self.env = {"AGENTBUS_DATABASE_URL": url, "AGENTBUS_KEYRING_PATH": str(keyring)}
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, ok: bool = True) -> Result:
+        result = self.runner.invoke(cli, ["admin", *args], env=self.env)
+        assert (result.exit_code == 0) == ok, result.output
+        return result
+
+    def json(self, *args: str) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = json.loads(self(*args, "--json").output)
+        return rows
+
+
+def first_id(prefix: str, text: str) -> str:
+    match = re.search(rf"{prefix}_[0-9a-f]{{32}}", text)
+    assert match is not None, text
+    return match.group(0)
+
+
+def verify(url: str, token: str) -> VerifiedToken | AgentBusError:
+    async def go() -> VerifiedToken | AgentBusError:
+        pool = await db.open_app_pool(url, max_size=1)
+        try:
+            return await verify_integration_token(pool, token, ip="192.0.2.7")
+        except AgentBusError as exc:
+            return exc
+        finally:
+            await pool.close()
+
+    return asyncio.run(go())
+
+
+@pytest.fixture
+def admin(agentbus_db: str, tmp_path: Path) -> Admin:
+    return Admin(agentbus_db, tmp_path / "keyring.json")
+
+
+def test_tokens_create_list_revoke(admin: Admin) -> None:
+    out = admin(
+        "tenants",
+        "create",
+        "acme",
+        "--name",
+        "Acme Corp",
+        "--plan",
+        "business",
+        "--owner-email",
+        "ops@acme.example",
+    ).output
+    tenant, owner = first_id("ten", out), first_id("usr", out)
+    assert len(TOKEN.findall(out)) == 1  # the bootstrap token, shown once
+    assert (Path(admin.env["AGENTBUS_KEYRING_PATH"]).stat().st_mode & 0o777) == 0o600
+    ws = first_id(
+        "ws",
+        admin("workspaces", "create", "--tenant", tenant, "platform", "--name", "Platform").output,
+    )
+    created = admin(
+        "tokens",
+        "create",
+        "--tenant",
+        tenant,
+        "--owner",
+        owner,
+        "--name",
+        "ci-runner",
+        "--env",
+        "test",
+        "--workspace",
+        ws,
+        "--scope",
+        "send",
+        "--scope",
+        "receive",
+        "--expires-in-days",
+        "30",
+    ).output
+    [token] = TOKEN.findall(created)
+    assert token.startswith("ab_test_")
+    assert created.count(token) == 1
+    token_id = first_id("tok", created)
+
+    listed = {row["id"]: row for row in admin.json("tokens", "list", "--tenant", tenant)}
+    row = listed[token_id]
+    assert (row["prefix"], row["last4"]) == (token[:14], token[-4:])
+    assert row["scopes"] == ["send", "receive"]
+    assert row["workspace_id"] == ws
+    assert token not in json.dumps(listed)
+    assert "token_hash" not in row
+    with psycopg.connect(admin.url) as conn:
+        stored = conn.execute(
+            "SELECT token_hash, to_jsonb(t)::text FROM integration_tokens t WHERE prefix = %s",
+            (token[:14],),
+        ).fetchone()
+    assert stored is not None
+    assert bytes(stored[0]) == hashlib.sha256(token.encode()).digest()
+    assert token not in stored[1]
+    assert token[8:] not in stored[1]
+
+    verified = verify(admin.url, token)
+    assert isinstance(verified, VerifiedToken)
+    assert verified.scopes == {"send", "receive"}
+
+    admin("tokens", "revoke", "--tenant", tenant, token_id, "--reason", "leaked")
+    assert token_id not in {r["id"] for r in admin.json("tokens", "list", "--tenant", tenant)}
+    revoked = {
+        r["id"]: r for r in admin.json("tokens", "list", "--tenant", tenant, "--include-revoked")
+    }[token_id]
+    assert revoked["revoked_at"]
+    assert revoked["revoked_reason"] == "leaked"
+    assert isinstance(verify(admin.url, token), TokenRevoked)
+    with psycopg.connect(admin.url) as conn:
+        actions = [
+            r[0]
+            for r in conn.execute(
+                "SELECT action FROM audit_actions WHERE actor_type = 'platform' ORDER BY id"
+            )
+        ]
+    assert actions == [
+        "tenant.create",
+        "user.create",
+        "token.create",
+        "workspace.create",
+        "token.create",
+        "token.revoke",
+    ]
+
+
+def test_expired_token_stops_verifying(admin: Admin) -> None:
+    out = admin(
+        "tenants", "create", "beta", "--name", "Beta", "--owner-email", "o@beta.example"
+    ).output
+    [token] = TOKEN.findall(out)
+    assert isinstance(verify(admin.url, token), VerifiedToken)
+    with psycopg.connect(admin.url) as conn:
+        conn.execute("UPDATE integration_tokens SET expires_at = now() - interval '1 second'")
+    assert isinstance(verify(admin.url, token), TokenExpired)
+
+
+def test_listing_users_workspaces_tenants_and_suspending(admin: Admin) -> None:
+    tenant = first_id("ten", admin("tenants", "create", "gamma", "--name", "Gamma").output)
+    admin("users", "create", "--tenant", tenant, "--email", "Dev@Gamma.example", "--role", "admin")
+    admin("users", "create", "--tenant", tenant, "--email", "dev@gamma.example", ok=False)
+    users = admin.json("users", "list", "--tenant", tenant)
+    assert [(u["email"], u["tenant_role"]) for u in users] == [("dev@gamma.example", "admin")]
+    admin("workspaces", "create", "--tenant", tenant, "one", "--name", "One")
+    limit = admin("workspaces", "create", "--tenant", tenant, "two", "--name", "Two", ok=False)
+    assert "AB-5006" in limit.output  # starter allows one workspace
+    assert [w["slug"] for w in admin.json("workspaces", "list", "--tenant", tenant)] == ["one"]
+    assert "gamma" in admin("tenants", "list").output
+    admin("tenants", "suspend", tenant)
+    again = admin("tenants", "suspend", tenant, ok=False)
+    assert "AB-8008" in again.output
+    assert [t["status"] for t in admin.json("tenants", "list")] == ["suspended"]
+    bad = admin.runner.invoke(
+        cli, ["admin", "tokens", "list", "--tenant", "ten_XYZ"], env=admin.env
+    )
+    assert bad.exit_code == 2
+    assert "expected a ten_ id" in bad.output

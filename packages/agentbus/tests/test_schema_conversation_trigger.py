@@ -1,0 +1,52 @@
+"""conversations.participants, message_count and last_message_at follow messages inserts
+(the trigger the model names), inside the tenant's scope as the gateway role."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from agentbus import db
+from agentbus.testing import seed_tenant
+from platformkit.db.scope import Pool, tenant_transaction
+from platformkit.ids import uuid7
+
+pytest_plugins = ["agentbus.testing"]
+
+INSERT = """INSERT INTO messages (id, tenant_id, workspace_id, conversation_id, type, schema_url,
+    from_agent_id, to_agent_id, to_address, traceparent, sig, signing_key_id, payload_ref,
+    payload_bytes, payload_sha256, dek_version, accepted_at)
+    SELECT %(id)s, tenant_id, workspace_id, id, 'agentbus.message.v1', 'https://x', %(frm)s,
+           %(to)s, 'agent://x/y/z', '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+           '\\x00', %(frm)s, 'k', 1, '\\x00', 1, %(at)s
+      FROM conversations"""
+
+
+async def test_message_insert_updates_its_conversation(
+    agentbus_db: str, agentbus_app_pool: Pool
+) -> None:
+    tenant, _ = await seed_tenant(agentbus_db, "tenant-a")
+    other, there = uuid7(), uuid.uuid4()
+    now = datetime.now(UTC)
+    async with tenant_transaction(agentbus_app_pool, db.SCOPE, tenant) as conn:
+        before = await (
+            await conn.execute("SELECT participants, message_count, started_by FROM conversations")
+        ).fetchone()
+        assert before is not None
+        agent = before["started_by"]
+        # The seed's message went from the agent to itself: one participant, one message.
+        assert (before["participants"], before["message_count"]) == ([agent], 1)
+        await conn.execute(INSERT, {"id": uuid7(), "frm": agent, "to": other, "at": now})
+        await conn.execute(INSERT, {"id": uuid7(), "frm": other, "to": agent, "at": now})
+        await conn.execute(
+            INSERT, {"id": uuid7(), "frm": agent, "to": there, "at": now - timedelta(minutes=1)}
+        )
+        after = await (
+            await conn.execute(
+                "SELECT participants, message_count, last_message_at FROM conversations"
+            )
+        ).fetchone()
+    assert after is not None
+    assert after["participants"] == [agent, other, there]
+    assert after["message_count"] == 4
+    assert after["last_message_at"] == now

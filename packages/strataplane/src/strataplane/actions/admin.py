@@ -1,0 +1,63 @@
+"""What the command line does through the actions: bootstrap admins and verify chains.
+
+The CLI holds the administrative URL; it acts as the system over the application's own login
+(so row-level security applies as it does in the server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from uuid import UUID
+
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import platform_transaction, transaction
+
+from strataplane import db
+from strataplane.actions import users
+from strataplane.actions.audit import ChainCheck, verify_platform_chain, verify_tenant_chain
+from strataplane.actions.context import Services, system_ctx
+from strataplane.actions.sessions import resolve_tenant
+from strataplane.settings import Settings
+from strataplane.store import tenants
+
+
+@asynccontextmanager
+async def cli_services(admin_url: str) -> AsyncIterator[Services]:
+    settings = Settings()
+    password = settings.database_app_password
+    url = db.app_url(admin_url, password.get_secret_value() if password else None)
+    pool = await open_pool(url, min_size=1, max_size=2, name="strataplane-cli")
+    try:
+        async with transaction(pool) as conn:
+            await tenants.ensure_installation(conn, settings.shards)
+        yield Services(pool, settings)
+    finally:
+        await pool.close()
+
+
+async def create_platform_admin(
+    admin_url: str, username: str, display_name: str, password: str
+) -> UUID:
+    async with cli_services(admin_url) as services:
+        user = await users.create_user(
+            system_ctx(services), username, display_name, password, platform_admin=True
+        )
+    return user.id
+
+
+async def verify_chains(admin_url: str, tenant: str | None, platform: bool) -> list[ChainCheck]:
+    """The platform chain and every tenant's chain, or only the one asked for."""
+    async with (
+        cli_services(admin_url) as services,
+        platform_transaction(services.pool, db.SCOPE) as conn,
+    ):
+        if tenant is not None:
+            ids = [await resolve_tenant(services, tenant)]
+        else:
+            found = await (await conn.execute("SELECT id FROM tenant ORDER BY slug")).fetchall()
+            ids = [] if platform else [row["id"] for row in found]
+        checks = [] if tenant is not None else [await verify_platform_chain(conn)]
+        for tenant_id in ids:
+            checks.append(await verify_tenant_chain(conn, tenant_id))
+    return checks

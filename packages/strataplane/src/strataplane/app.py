@@ -1,0 +1,78 @@
+"""The server's ASGI application: the management API, operations' job runner, health.
+
+``create_app()`` is the granian factory (settings from the environment); tests pass settings
+and a fast password policy. The database must already be migrated (``strataplane migrate``,
+or ``strataplane serve``, which migrates before it starts the workers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import transaction
+from platformkit.http import Idempotency, add_readiness_check, pool_check, rls_scope
+from platformkit.http import create_app as kernel_app
+from platformkit.jobs import JobRunner
+from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
+
+from strataplane import __version__, db
+from strataplane.actions import jobs
+from strataplane.actions.context import Services
+from strataplane.api import v1
+from strataplane.settings import Settings
+from strataplane.store import tenants
+
+
+def _secret(value: object) -> str | None:
+    getter = getattr(value, "get_secret_value", None)
+    return getter() if getter is not None else None
+
+
+def create_app(
+    settings: Settings | None = None, *, password_policy: PasswordPolicy = DEFAULT_POLICY
+) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        admin_url = db.resolve_admin_url(_secret(settings.database_url))
+        url = db.app_url(admin_url, _secret(settings.database_app_password))
+        # The job runner borrows a connection per running task, beside the requests' ones.
+        size = settings.pool_size + settings.job_concurrency
+        pool = await open_pool(url, min_size=2, max_size=size, name="strataplane")
+        services = Services(pool, settings, password_policy=password_policy)
+        try:
+            async with transaction(pool) as conn:
+                await tenants.ensure_installation(conn, settings.shards)
+            runner = JobRunner(
+                pool, db.QUEUE, jobs.tasks(pool), concurrency=settings.job_concurrency
+            )
+            await runner.start()
+            services.jobs = runner
+            app.state.services = services
+            try:
+                yield
+            finally:
+                await runner.stop()
+        finally:
+            await pool.close()
+
+    app = kernel_app(
+        title="strataplane",
+        version=__version__,
+        lifespan=lifespan,
+        openapi_url="/api/v1/openapi.json",
+        docs_url="/api/v1/docs",
+        redoc_url=None,
+    )
+    app.state.idempotency = Idempotency(
+        lambda: app.state.services.pool,
+        table=f"{db.SCHEMA}.idempotency_key",
+        scope=rls_scope(db.SCOPE),
+    )
+    app.include_router(v1.router)
+    add_readiness_check(app, "database", pool_check(lambda: app.state.services.pool))
+    return app

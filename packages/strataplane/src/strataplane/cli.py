@@ -1,0 +1,160 @@
+"""The ``strataplane`` command: migrate, serve, the schema document, admins, audit checks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from strataplane import db
+from strataplane.settings import Settings
+
+app = typer.Typer(
+    help="strataplane: a control plane for telemetry agent fleets.", no_args_is_help=True
+)
+console = Console(stderr=True, soft_wrap=True)
+DatabaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        help="Administrative URL [default: the embedded server].", envvar="STRATAPLANE_DATABASE_URL"
+    ),
+]
+
+
+def _app_password() -> str | None:
+    secret = Settings().database_app_password
+    return secret.get_secret_value() if secret is not None else None
+
+
+def _migrate(admin_url: str) -> list[str]:
+    migrator = db.migrator(
+        _app_password(), on_progress=lambda label: console.print(f"applying {label}")
+    )
+    return asyncio.run(migrator.migrate(admin_url))
+
+
+@app.command()
+def migrate(database_url: DatabaseUrl = None) -> None:
+    """Create the roles and apply pending migrations (absurd's schema, then strataplane's)."""
+    applied = _migrate(db.resolve_admin_url(database_url))
+    console.print(f"[green]up to date[/] ({len(applied)} applied)")
+
+
+def render_schema_doc(database_url: str) -> str:
+    """docs/strataplane/schema.md as the live catalog describes it."""
+    import psycopg
+    from platformkit.db.schemadoc import render
+
+    with psycopg.connect(database_url, options=f"-c search_path={db.SCHEMA}") as conn:
+        return render(conn, [db.SCHEMA], "strataplane database schema")
+
+
+@app.command("schema-doc")
+def schema_doc(
+    database_url: DatabaseUrl = None,
+    output: Annotated[Path | None, typer.Option(help="Write here instead of stdout.")] = None,
+) -> None:
+    """Print (or write) the schema document generated from a migrated database."""
+    text = render_schema_doc(db.resolve_admin_url(database_url))
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        console.print(f"wrote {output}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port [default: 7800].")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+) -> None:
+    """Migrate, then serve the API (embedded PostgreSQL unless STRATAPLANE_DATABASE_URL)."""
+    from platformkit.http import serve as run
+
+    overrides = {
+        k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
+    }
+    settings = Settings(**overrides)  # type: ignore[arg-type]
+    configured = settings.database_url.get_secret_value() if settings.database_url else None
+    admin_url = db.resolve_admin_url(configured)
+    _migrate(admin_url)
+    # The workers build their settings from the environment: pass the resolved values on.
+    os.environ["STRATAPLANE_DATABASE_URL"] = admin_url
+    for key, value in overrides.items():
+        os.environ[f"STRATAPLANE_{key.upper()}"] = str(value)
+    console.print(f"[green]strataplane[/] on http://{settings.host}:{settings.port}/api/v1/docs")
+    raise typer.Exit(
+        run(
+            "strataplane.app:create_app",
+            settings.host,
+            settings.port,
+            settings.workers,
+            factory=True,
+        )
+    )
+
+
+@app.command("create-admin")
+def create_admin(
+    username: Annotated[str, typer.Option(help="Local username of the platform admin.")],
+    password: Annotated[
+        str, typer.Option(prompt=True, hide_input=True, envvar="STRATAPLANE_ADMIN_PASSWORD")
+    ],
+    display_name: Annotated[str | None, typer.Option(help="[default: the username]")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Create a local platform admin (who then logs in and creates tenants)."""
+    from strataplane.actions.admin import create_platform_admin
+
+    user_id = asyncio.run(
+        create_platform_admin(
+            db.resolve_admin_url(database_url), username, display_name or username, password
+        )
+    )
+    console.print(f"[green]platform admin[/] {username} ({user_id})")
+
+
+audit_app = typer.Typer(help="The audit chains.", no_args_is_help=True)
+app.add_typer(audit_app, name="audit")
+
+
+@audit_app.command("verify")
+def audit_verify(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant (id or slug).")] = None,
+    platform: Annotated[bool, typer.Option(help="Only the platform chain.")] = False,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Walk the chains; name the first bad row of each broken one (exit 1)."""
+    from strataplane.actions.admin import verify_chains
+
+    checks = asyncio.run(verify_chains(db.resolve_admin_url(database_url), tenant, platform))
+    for check in checks:
+        if check.ok:
+            console.print(f"[green]ok[/] {check.chain} ({check.checked} events)")
+        else:
+            what = "id" if check.chain.endswith("/platform") else "seq"
+            console.print(
+                f"[red]broken[/] {check.chain} at {what} {check.bad_row}: "
+                f"{check.reason} ({check.detail}); the {check.checked} events before it verify"
+            )
+    if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+
+
+def stack_command() -> list[str]:
+    """How ``stack up`` starts strataplane."""
+    return [sys.executable, "-m", "strataplane.cli", "serve"]
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""The server's settings: environment variables prefixed STRATAPLANE_, overridable by CLI flags.
+
+Per-tenant settings live in the database (tenant.limits), never here.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="STRATAPLANE_", extra="ignore")
+
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="Administrative PostgreSQL URL of the strataplane database; unset starts "
+        "the embedded server and creates the database on it.",
+    )
+    database_app_password: SecretStr | None = Field(
+        default=None,
+        description="Password of the strataplane_app login role, set by migrate; needed only "
+        "where the server requires password authentication.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address the server listens on.")
+    port: int = Field(default=7800, description="Port the server listens on.")
+    workers: int = Field(default=1, description="Server worker processes.")
+    pool_size: int = Field(default=20, description="Database connections per worker process.")
+    job_concurrency: int = Field(
+        default=2, description="Operations run at once per worker process."
+    )
+    shards: int = Field(
+        default=16,
+        ge=1,
+        le=1024,
+        description="Controller shard count, fixed in the installation row by the first serve.",
+    )
+    session_hours: int = Field(default=12, description="Lifetime of a web session.")
+    secure_cookies: bool = Field(default=False, description="Mark the session cookie Secure (TLS).")
+    token_touch_seconds: int = Field(
+        default=60, description="api_token.last_used_at is written at most this often per token."
+    )

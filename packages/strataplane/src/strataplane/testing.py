@@ -1,0 +1,200 @@
+"""pytest fixtures for strataplane, registered as a plugin (entry point ``pytest11``).
+
+- ``strataplane_template``: the migrated template database, once per session;
+- ``strataplane_database``: a fresh clone of it per test (administrative URL);
+- ``sp_services``: actions' services over the application's own login (RLS applies), with
+  argon2id at test cost;
+- ``sp_app``: the real ASGI app with its lifespan (job runner included);
+- ``sp_seed``: creates admins, tenants, users and tokens through the actions.
+
+Heavy imports happen inside the fixtures, so loading the plugin costs the other packages'
+test runs nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import pytest
+
+if TYPE_CHECKING:
+    import httpx
+    from fastapi import FastAPI
+    from platformkit.testing.databases import DatabaseFactory
+
+    from strataplane.actions.context import Ctx, Principal, Services
+    from strataplane.store.tenants import Tenant
+    from strataplane.store.users import User
+
+PASSWORD = "correct horse battery staple"  # noqa: S105 - the test users' password
+BASE_URL = "http://testserver"
+IMPLEMENTED_TABLES = (
+    "tenant",
+    "tenant_counter",
+    "installation",
+    "controller_shard",
+    "app_user",
+    "tenant_member",
+    "team",
+    "team_member",
+    "service_account",
+    "role_binding",
+    "api_token",
+    "web_session",
+    "spec_blob",
+    "spec_revision",
+    "spec_object",
+    "change_set",
+    "change_set_file",
+    "change_set_review",
+    "operation",
+    "idempotency_key",
+    "audit_event",
+    "platform_audit_event",
+)
+
+
+async def _migrate(url: str) -> object:
+    from strataplane import db
+
+    return await db.migrator().migrate(url)
+
+
+@pytest.fixture(scope="session")
+async def strataplane_template(database_factory: DatabaseFactory) -> str:
+    return await database_factory.template("strataplane", _migrate)
+
+
+@pytest.fixture
+def strataplane_database(
+    database_factory: DatabaseFactory, strataplane_template: str
+) -> Iterator[str]:
+    url = database_factory.create(strataplane_template, stem="sp")
+    yield url
+    database_factory.drop(url)
+
+
+@pytest.fixture
+async def sp_services(strataplane_database: str) -> AsyncIterator[Services]:
+    from platformkit.db.pool import open_pool
+    from platformkit.db.scope import transaction
+    from platformkit.passwords import FAST_TEST_POLICY
+    from pydantic import SecretStr
+
+    from strataplane import db
+    from strataplane.actions.context import Services
+    from strataplane.settings import Settings
+    from strataplane.store import tenants
+
+    pool = await open_pool(db.app_url(strataplane_database), min_size=1, max_size=4)
+    async with transaction(pool) as conn:
+        await tenants.ensure_installation(conn, 4)
+    settings = Settings(database_url=SecretStr(strataplane_database))
+    yield Services(pool, settings, password_policy=FAST_TEST_POLICY)
+    await pool.close()
+
+
+@pytest.fixture
+async def sp_app(strataplane_database: str) -> AsyncIterator[FastAPI]:
+    from asgi_lifespan import LifespanManager
+    from platformkit.passwords import FAST_TEST_POLICY
+    from pydantic import SecretStr
+
+    from strataplane.app import create_app
+    from strataplane.settings import Settings
+
+    settings = Settings(database_url=SecretStr(strataplane_database), pool_size=8, shards=4)
+    app = create_app(settings, password_policy=FAST_TEST_POLICY)
+    async with LifespanManager(app):
+        yield app
+
+
+class Seed:
+    """Creates what tests need through the same actions the API calls."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._n = 0
+
+    def system(self) -> Ctx:
+        from strataplane.actions.context import system_ctx
+
+        return system_ctx(self.services)
+
+    def principal(self, user: User, tenant_id: UUID | None, **extra: Any) -> Principal:
+        from strataplane.actions.context import Principal
+
+        return Principal(
+            user.id, user.kind, user.display_name, user.platform_admin, tenant_id, **extra
+        )
+
+    def ctx(self, user: User, tenant_id: UUID | None, **extra: Any) -> Ctx:
+        from strataplane.actions.context import user_ctx
+
+        return user_ctx(self.services, self.principal(user, tenant_id, **extra))
+
+    async def user(self, username: str | None = None, *, platform_admin: bool = False) -> User:
+        from strataplane.actions import users
+
+        self._n += 1
+        name = username or f"user{self._n}"
+        return await users.create_user(
+            self.system(), name, name.title(), PASSWORD, platform_admin=platform_admin
+        )
+
+    async def tenant(self, slug: str | None = None) -> tuple[Tenant, User]:
+        """A tenant with a fresh user holding admin over it."""
+        from strataplane.actions import tenants
+
+        admin = await self.user()
+        self._n += 1
+        tenant = await tenants.create_tenant(
+            self.system(), slug or f"tenant-{self._n}", "Tenant", admin_user_id=admin.id
+        )
+        return tenant, admin
+
+    async def member(self, admin_ctx: Ctx, role: str | None = None, **scope: Any) -> User:
+        """A new local user added to the admin's tenant, bound to ``role`` if given."""
+        from strataplane.actions import bindings, members
+        from strataplane.store.users import User
+
+        self._n += 1
+        name = f"member{self._n}"
+        added = await members.add_member(admin_ctx, username=name, password=PASSWORD)
+        if role is not None:
+            await bindings.create_role_binding(admin_ctx, role=role, user_id=added.user_id, **scope)
+        return User(
+            added.user_id,
+            added.kind,
+            added.issuer,
+            added.subject,
+            added.email,
+            added.display_name,
+            False,
+            added.created_at,
+            None,
+            None,
+        )
+
+
+@pytest.fixture
+def sp_seed(sp_services: Services) -> Seed:
+    return Seed(sp_services)
+
+
+@pytest.fixture
+def sp_app_seed(sp_app: FastAPI) -> Seed:
+    services: Services = sp_app.state.services
+    return Seed(services)
+
+
+def client_for(app: FastAPI, token: str | None = None) -> httpx.AsyncClient:
+    """An httpx client on the app, with a bearer token if given (use ``async with``)."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url=BASE_URL, headers=headers
+    )

@@ -1,0 +1,184 @@
+"""Row-level security as the application role, over every table with a tenant_id: with no
+tenant nothing is visible, tenant A neither sees nor writes tenant B's rows, platform scope
+sees both. The loop reads the tables from the catalog, so a new tenant table is covered (and
+must get a seed row here)."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import Pool, platform_transaction, tenant_transaction, transaction
+from psycopg import sql
+from strataplane import db
+from strataplane.actions import service_accounts, teams, tokens
+from strataplane.testing import Seed
+
+EXEMPT = {"platform_audit_event"}  # platform chain: no RLS, tenant_id kept after deletion
+
+
+def tenant_tables(admin_url: str) -> list[str]:
+    with psycopg.connect(admin_url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id' "
+            "WHERE n.nspname = 'strataplane' AND c.relkind = 'r' ORDER BY 1"
+        ).fetchall()
+    return [r[0] for r in rows if r[0] not in EXEMPT]
+
+
+def _raw_rows(admin_url: str, tenant_id: uuid.UUID, admin_id: uuid.UUID) -> None:
+    """Spec store, operation and idempotency rows, written as the administrator."""
+    digest = hashlib.sha256(tenant_id.bytes).digest()
+    cs, blob = uuid.uuid4(), hashlib.sha256(b"x").digest()
+    with psycopg.connect(admin_url, options="-c search_path=strataplane") as conn:
+        conn.execute(
+            "INSERT INTO spec_blob (tenant_id, hash, content) VALUES (%s, %s, 'x')",
+            (tenant_id, blob),
+        )
+        conn.execute(
+            "INSERT INTO spec_object (tenant_id, kind, name, path, blob_hash, owner_team, "
+            "valid_from) VALUES (%s, 'Settings', 'settings', 'settings.toml', %s, 'p', 1)",
+            (tenant_id, blob),
+        )
+        conn.execute(
+            "INSERT INTO change_set (id, tenant_id, number, title, author_id, base_revision_id, "
+            "digest) VALUES (%s, %s, 1, 'x', %s, 1, %s)",
+            (cs, tenant_id, admin_id, digest),
+        )
+        conn.execute(
+            "INSERT INTO change_set_file (tenant_id, change_set_id, path, blob_hash) "
+            "VALUES (%s, %s, 'settings.toml', %s)",
+            (tenant_id, cs, blob),
+        )
+        conn.execute(
+            "INSERT INTO change_set_review (id, tenant_id, change_set_id, reviewer_id, decision, "
+            "digest) VALUES (%s, %s, %s, %s, 'comment', %s)",
+            (uuid.uuid4(), tenant_id, cs, admin_id, digest),
+        )
+        conn.execute(
+            "INSERT INTO operation (id, tenant_id, kind, object_id, created_by) "
+            "VALUES (%s, %s, 'change_set.validate', %s, %s)",
+            (uuid.uuid4(), tenant_id, str(cs), admin_id),
+        )
+        conn.execute(
+            "INSERT INTO idempotency_key (principal_id, key, tenant_id, request_hash, "
+            "response_status, response_body) VALUES (%s, 'k', %s, %s, 201, '')",
+            (admin_id, tenant_id, digest),
+        )
+
+
+@pytest.fixture
+async def two_tenants(sp_seed: Seed, strataplane_database: str) -> list[uuid.UUID]:
+    ids = []
+    for slug in ("alpha", "beta"):
+        tenant, admin = await sp_seed.tenant(slug)
+        ctx = sp_seed.ctx(admin, tenant.id)
+        team = await teams.create_team(ctx, "sre", "SRE")
+        await teams.add_team_member(ctx, team.id, admin.id)
+        await service_accounts.create_service_account(ctx, "ci", owner_team_id=team.id)
+        await tokens.create_token(ctx, "laptop")
+        _raw_rows(strataplane_database, tenant.id, admin.id)
+        ids.append(tenant.id)
+    return ids
+
+
+@pytest.fixture
+async def app_pool(strataplane_database: str) -> AsyncIterator[Pool]:
+    pool = await open_pool(db.app_url(strataplane_database), min_size=1, max_size=1)
+    yield pool
+    await pool.close()
+
+
+async def _count(conn: Any, table: str, where: str = "true", *args: Any) -> int:
+    query = sql.SQL("SELECT count(*) AS n FROM {} WHERE " + where).format(sql.Identifier(table))
+    row = await (await conn.execute(query, args)).fetchone()
+    return int(row["n"])
+
+
+def test_every_tenant_table_forces_its_policy(strataplane_database: str) -> None:
+    with psycopg.connect(strataplane_database) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, c.relrowsecurity, c.relforcerowsecurity, "
+            "array(SELECT polname FROM pg_policy p WHERE p.polrelid = c.oid) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'strataplane' AND c.relkind = 'r'"
+        ).fetchall()
+    tenant = set(tenant_tables(strataplane_database))
+    for name, enabled, forced, policies in rows:
+        expected = name in tenant
+        assert (enabled, forced) == (expected, expected), name
+        assert policies == (["tenant_isolation"] if expected else []), name
+
+
+def test_application_role_cannot_bypass(strataplane_database: str) -> None:
+    with psycopg.connect(strataplane_database) as conn:
+        row = conn.execute(
+            "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s", (db.APP_ROLE,)
+        ).fetchone()
+        owners = conn.execute(
+            "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'strataplane'"
+        ).fetchall()
+    assert row == (False, False)
+    assert owners == [(db.OWNER_ROLE,)]
+
+
+async def test_isolation_in_every_tenant_table(
+    two_tenants: list[uuid.UUID], app_pool: Pool, strataplane_database: str
+) -> None:
+    a, b = two_tenants
+    tables = tenant_tables(strataplane_database)
+    assert len(tables) >= 16
+    for table in tables:
+        async with platform_transaction(app_pool, db.SCOPE) as conn:
+            per_tenant = [await _count(conn, table, "tenant_id = %s", t) for t in (a, b)]
+        assert min(per_tenant) >= 1, f"seed a row of {table} for both tenants in this test"
+        async with transaction(app_pool) as conn:
+            assert await _count(conn, table) == 0, f"{table} visible without a tenant"
+        async with tenant_transaction(app_pool, db.SCOPE, a) as conn:
+            assert await _count(conn, table) == per_tenant[0], table
+            assert await _count(conn, table, "tenant_id = %s", b) == 0, table
+            for verb in ("UPDATE {} SET tenant_id = tenant_id", "DELETE FROM {}"):
+                query = sql.SQL(verb + " WHERE tenant_id = %s").format(sql.Identifier(table))
+                # audit_event: the application may not update it at all
+                with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+                    async with conn.transaction():
+                        assert (await conn.execute(query, (b,))).rowcount == 0, table
+        with psycopg.connect(strataplane_database) as admin:
+            copy = admin.execute(
+                sql.SQL(
+                    "SELECT row_to_json(t)::text FROM strataplane.{} t WHERE tenant_id = %s LIMIT 1"
+                ).format(sql.Identifier(table)),
+                (b,),
+            ).fetchone()
+        assert copy is not None
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            async with tenant_transaction(app_pool, db.SCOPE, a) as conn:
+                await conn.execute(
+                    sql.SQL(
+                        "INSERT INTO {t} SELECT * FROM json_populate_record(NULL::{t}, %s)"
+                    ).format(t=sql.Identifier(table)),
+                    (copy[0],),
+                )
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            async with tenant_transaction(app_pool, db.SCOPE, a) as conn:
+                await conn.execute(
+                    sql.SQL("UPDATE {} SET tenant_id = %s WHERE tenant_id = %s").format(
+                        sql.Identifier(table)
+                    ),
+                    (b, a),
+                )
+
+
+async def test_owner_role_is_bound_by_the_policy_too(
+    two_tenants: list[uuid.UUID], strataplane_database: str
+) -> None:
+    with psycopg.connect(strataplane_database) as conn:
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(db.OWNER_ROLE)))
+        assert conn.execute("SELECT count(*) FROM strataplane.team").fetchone() == (0,)
