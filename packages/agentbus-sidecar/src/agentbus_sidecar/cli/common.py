@@ -1,0 +1,124 @@
+"""Shared CLI plumbing: paths, output (human or ``--json``), errors to exit codes.
+
+Exit codes are stable, so scripts can branch on them:
+
+    0  done (a send that was queued for later also counts as done)
+    1  a check or operation failed (doctor found a failure, a send was refused for good)
+    2  bad input (usage, malformed address, envelope the gateway would refuse)
+    3  gateway unreachable
+    4  the gateway refused the request (an AB- code is printed)
+    5  configuration: credentials missing, insecure or incomplete; store unusable
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+
+from agentbus_sidecar.errors import (
+    ConfigError,
+    EnvelopeError,
+    GatewayError,
+    GatewayUnreachable,
+    SidecarError,
+    StoreError,
+)
+
+__all__ = [
+    "EXIT_CONFIG",
+    "EXIT_FAILED",
+    "EXIT_INPUT",
+    "EXIT_REJECTED",
+    "EXIT_UNREACHABLE",
+    "JsonFlag",
+    "Paths",
+    "emit",
+    "fail",
+    "guarded",
+    "paths",
+    "read_text_arg",
+    "run",
+]
+
+EXIT_FAILED, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REJECTED, EXIT_CONFIG = 1, 2, 3, 4, 5
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for machines.")]
+
+
+@dataclass(frozen=True)
+class Paths:
+    credentials: Path
+    state_dir: Path | None
+
+
+def paths(ctx: typer.Context) -> Paths:
+    value = ctx.find_root().obj
+    assert isinstance(value, Paths)
+    return value
+
+
+def console(*, stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def emit(as_json: bool, data: Any, human: Callable[[Console], None]) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(data, sort_keys=True, default=str) + "\n")
+    else:
+        human(console())
+
+
+def fail(
+    message: str, code: int, as_json: bool, *, extra: dict[str, Any] | None = None
+) -> NoReturn:
+    if as_json:
+        sys.stdout.write(
+            json.dumps(
+                {"error": {"message": message, "exit_code": code, **(extra or {})}}, sort_keys=True
+            )
+            + "\n"
+        )
+    else:
+        console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def guarded(as_json: bool) -> Iterator[None]:
+    """Turn the sidecar's exceptions into a message and an exit code."""
+    try:
+        yield
+    except GatewayUnreachable as exc:
+        fail(str(exc), EXIT_UNREACHABLE, as_json)
+    except GatewayError as exc:
+        extra = {"code": exc.code, "name": exc.name, "status": exc.status, "detail": exc.detail}
+        fail(f"the gateway refused: {exc}", EXIT_REJECTED, as_json, extra=extra)
+    except (ConfigError, StoreError) as exc:
+        fail(str(exc), EXIT_CONFIG, as_json)
+    except EnvelopeError as exc:
+        fail(str(exc), EXIT_INPUT, as_json)
+    except SidecarError as exc:
+        fail(str(exc), EXIT_FAILED, as_json)
+
+
+def run[T](coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+def read_text_arg(value: str | None) -> str:
+    """A text argument, or standard input when it is ``-`` or missing."""
+    if value is None or value == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise typer.BadParameter("no text given (argument or standard input)")
+        return text
+    return value

@@ -1,0 +1,123 @@
+"""How messages, send outcomes and checks look on a terminal and in ``--json``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from agentbus_sidecar.actions.sending import SendOutcome
+from agentbus_sidecar.cli.common import EXIT_REJECTED, emit, fail
+from agentbus_sidecar.store import inbox
+
+__all__ = ["inbox_item", "inbox_table", "show_envelope", "show_outcome", "summary_line"]
+
+QUEUED_HINT = (
+    "It stays in the outbox and goes out as soon as the gateway is reachable: keep "
+    "`agentbus sidecar run` running, or run any agentbus command later."
+)
+
+
+def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | None = None) -> None:
+    data = {**outcome.as_dict(), **(extra or {})}
+    if outcome.state == "failed":
+        fail(
+            f"{outcome.envelope['id']} was refused for good: {outcome.detail}",
+            EXIT_REJECTED,
+            as_json,
+            extra=data,
+        )
+    env = outcome.envelope
+
+    def human(out: Console) -> None:
+        label = env["type"].removeprefix("agentbus.").removesuffix(".v1")
+        if outcome.state == "sent":
+            receipt = outcome.receipt or {}
+            seq = receipt.get("seq")
+            out.print(
+                f"sent {label} {env['id']} to {env['recipient']} "
+                f"(conversation {env['conversation']})"
+            )
+            out.print(
+                f"  receipt {receipt.get('id')}, "
+                + (f"stream seq {seq}" if seq is not None else "stream seq pending")
+            )
+        else:
+            out.print(f"queued {label} {env['id']} for {env['recipient']}: {outcome.detail}")
+            out.print(f"  {QUEUED_HINT}")
+        if "subject" in env:
+            out.print(f"  task {env['subject']}")
+
+    emit(as_json, data, human)
+
+
+def summary_line(data: dict[str, Any]) -> str:
+    for key in ("title", "text", "instructions", "summary", "message", "stage", "note", "reason"):
+        value = data.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip().splitlines()[0][:100]
+    return json.dumps(data, sort_keys=True)[:100]
+
+
+def inbox_item(row: sqlite3.Row) -> dict[str, Any]:
+    env = inbox.envelope_of(row)
+    return {
+        "msg_id": row["msg_id"],
+        "type": row["type"],
+        "from": row["from_address"],
+        "time": env.get("time"),
+        "conversation": row["conversation_id"],
+        "subject": env.get("subject"),
+        "stream_seq": row["stream_seq"],
+        "presented_at": row["presented_at"],
+        "read_at": row["read_at"],
+        "out_of_order": bool(row["out_of_order"]),
+        "redelivery": row["redelivery"],
+        "data": env.get("data"),
+    }
+
+
+def inbox_table(items: list[dict[str, Any]]) -> Table:
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "time", "from", "type", "summary"):
+        table.add_column(column)
+    for item in items:
+        flags = (" (late)" if item["out_of_order"] else "") + ("" if item["read_at"] else " *")
+        table.add_row(
+            item["msg_id"] + flags,
+            str(item["time"]),
+            item["from"],
+            item["type"].removeprefix("agentbus.").removesuffix(".v1"),
+            summary_line(item["data"] or {}),
+        )
+    return table
+
+
+def show_envelope(out: Console, env: dict[str, Any]) -> None:
+    for name in (
+        "id",
+        "type",
+        "source",
+        "recipient",
+        "time",
+        "conversation",
+        "subject",
+        "correlation",
+        "capability",
+        "priority",
+        "expires",
+    ):
+        if name in env:
+            out.print(f"{name:<13} {env[name]}")
+    data = env.get("data") or {}
+    text = data.get("text") or data.get("instructions") or data.get("summary")
+    if isinstance(text, str):
+        out.print()
+        out.print(text, markup=False)
+    rest = {k: v for k, v in data.items() if v is not text}
+    if rest:
+        out.print()
+        out.print(json.dumps(rest, indent=2, sort_keys=True), markup=False)

@@ -1,0 +1,227 @@
+"""``agentbus task request|accept|reject|progress|complete|fail|cancel|show|list``."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from agentbus_sidecar.actions.tasks import request_task, update_task
+from agentbus_sidecar.addresses import normalize_input
+from agentbus_sidecar.cli.app import task_app
+from agentbus_sidecar.cli.common import JsonFlag, emit, guarded, paths, read_text_arg, run
+from agentbus_sidecar.cli.render import show_outcome
+from agentbus_sidecar.clock import server_now
+from agentbus_sidecar.errors import EnvelopeError
+from agentbus_sidecar.runtime import open_runtime
+
+TaskId = Annotated[str, typer.Argument(help="tsk_ id")]
+
+
+def _json_object(value: str | None, option: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise typer.BadParameter(f"{option} is not JSON: {exc}") from exc
+    if not isinstance(parsed, dict):
+        raise typer.BadParameter(f"{option} must be a JSON object")
+    return parsed
+
+
+def _clean(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _lifecycle(
+    ctx: typer.Context, task_id: str, verb: str, data: dict[str, Any], as_json: bool
+) -> None:
+    async def act() -> Any:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            return await update_task(rt, task_id, verb, _clean(data))
+
+    with guarded(as_json):
+        outcome = run(act())
+    show_outcome(as_json, outcome, {"task_id": task_id})
+
+
+@task_app.command()
+def request(
+    ctx: typer.Context,
+    to: Annotated[str, typer.Argument(help="agent://<tenant>/<workspace>/<name>")],
+    capability: Annotated[str, typer.Option("--capability", help="e.g. code.review")],
+    instructions: Annotated[str | None, typer.Argument(help="`-` or nothing reads stdin.")] = None,
+    capability_version: Annotated[str | None, typer.Option("--capability-version")] = None,
+    idempotency_key: Annotated[
+        str | None,
+        typer.Option(
+            "--idempotency-key", help="Same key, same recipient: one task (default: the msg id)."
+        ),
+    ] = None,
+    title: Annotated[str | None, typer.Option("--title")] = None,
+    input_json: Annotated[str | None, typer.Option("--input", help="JSON object.")] = None,
+    deadline: Annotated[str | None, typer.Option("--deadline", help="RFC 3339, UTC, ms.")] = None,
+    budget: Annotated[str | None, typer.Option("--budget", help="Max USD, e.g. 2.00")] = None,
+    conversation: Annotated[str | None, typer.Option("--conversation")] = None,
+    expires_in: Annotated[int | None, typer.Option("--expires-in", help="Seconds.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Ask another agent to do something; the task id is known at once."""
+    data = _clean(
+        {
+            "instructions": read_text_arg(instructions),
+            "title": title,
+            "input": _json_object(input_json, "--input"),
+            "deadline": deadline,
+            "budget": {"currency": "USD", "max": budget} if budget else None,
+        }
+    )
+    expires = server_now() + timedelta(seconds=expires_in) if expires_in else None
+
+    async def act() -> Any:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            return await request_task(
+                rt,
+                normalize_input(to),
+                data,
+                capability=capability,
+                capability_ver=capability_version,
+                idempotency_key=idempotency_key,
+                conversation=conversation,
+                expires=expires,
+            )
+
+    with guarded(as_json):
+        try:
+            outcome = run(act())
+        except ValueError as exc:
+            raise EnvelopeError(str(exc)) from exc
+    show_outcome(as_json, outcome, {"task_id": outcome.envelope["subject"]})
+
+
+@task_app.command()
+def accept(
+    ctx: typer.Context,
+    task_id: TaskId,
+    eta: Annotated[str | None, typer.Option("--eta")] = None,
+    note: Annotated[str | None, typer.Option("--note")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Take the task on (recipient)."""
+    _lifecycle(ctx, task_id, "accept", {"eta": eta, "note": note}, as_json)
+
+
+@task_app.command()
+def reject(
+    ctx: typer.Context,
+    task_id: TaskId,
+    code: Annotated[str, typer.Option("--code")] = "declined",
+    message: Annotated[str | None, typer.Option("--message")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Turn the task down (recipient)."""
+    _lifecycle(ctx, task_id, "reject", {"code": code, "message": message}, as_json)
+
+
+@task_app.command()
+def progress(
+    ctx: typer.Context,
+    task_id: TaskId,
+    percent: Annotated[int | None, typer.Option("--percent", min=0, max=100)] = None,
+    stage: Annotated[str | None, typer.Option("--stage")] = None,
+    message: Annotated[str | None, typer.Option("--message")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Report progress (recipient)."""
+    _lifecycle(
+        ctx, task_id, "progress", {"percent": percent, "stage": stage, "message": message}, as_json
+    )
+
+
+@task_app.command()
+def complete(
+    ctx: typer.Context,
+    task_id: TaskId,
+    summary: Annotated[str | None, typer.Argument(help="`-` or nothing: stdin.")] = None,
+    output: Annotated[str | None, typer.Option("--output", help="JSON object.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Finish the task with a result (recipient)."""
+    data = {"summary": read_text_arg(summary), "output": _json_object(output, "--output")}
+    _lifecycle(ctx, task_id, "complete", data, as_json)
+
+
+@task_app.command(name="fail")
+def fail_task(
+    ctx: typer.Context,
+    task_id: TaskId,
+    message: Annotated[str, typer.Argument(help="What went wrong.")],
+    code: Annotated[str, typer.Option("--code")] = "failed",
+    retryable: Annotated[bool, typer.Option("--retryable")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Give up on the task (recipient)."""
+    _lifecycle(
+        ctx, task_id, "fail", {"code": code, "message": message, "retryable": retryable}, as_json
+    )
+
+
+@task_app.command()
+def cancel(
+    ctx: typer.Context,
+    task_id: TaskId,
+    reason: Annotated[str | None, typer.Option("--reason")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Call the task off (requester)."""
+    _lifecycle(ctx, task_id, "cancel", {"reason": reason}, as_json)
+
+
+@task_app.command()
+def show(ctx: typer.Context, task_id: TaskId, as_json: JsonFlag = False) -> None:
+    """The task as the gateway knows it."""
+
+    async def act() -> dict[str, Any]:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            return await rt.session.call(rt.client.get_task, task_id)
+
+    with guarded(as_json):
+        task = run(act())
+
+    def human(out: Console) -> None:
+        for name, value in task.items():
+            if value is not None:
+                out.print(f"{name:<16} {value}", markup=False)
+
+    emit(as_json, task, human)
+
+
+@task_app.command(name="list")
+def list_tasks(
+    ctx: typer.Context,
+    role: Annotated[str | None, typer.Option("--role", help="requester or recipient")] = None,
+    state: Annotated[str | None, typer.Option("--state")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Tasks this agent asked for or was asked to do."""
+
+    async def act() -> dict[str, Any]:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            return await rt.session.call(rt.client.list_tasks, role or "", state or "")
+
+    with guarded(as_json):
+        answer = run(act())
+
+    def human(out: Console) -> None:
+        for task in answer.get("items", []):
+            out.print(
+                f"{task.get('id')} {task.get('state')} {task.get('capability')} "
+                f"{task.get('requester')} -> {task.get('recipient')}",
+                markup=False,
+            )
+
+    emit(as_json, answer, human)

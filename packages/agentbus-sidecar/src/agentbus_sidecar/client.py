@@ -1,0 +1,183 @@
+"""HTTP client for the gateway API (04-API-SPEC.md), one method per route the sidecar uses.
+
+Every failure surfaces as one of two exceptions: GatewayUnreachable when no HTTP answer came
+back, GatewayError (AB- code, name, status, detail, retry hint) when the gateway answered with
+an error. Each response's ``Date`` header updates the server clock offset, which corrects the
+time inside minted ids and key proofs (05 §13.4).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from agentbus_sidecar.clock import to_ms
+from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
+from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+
+__all__ = ["GatewayClient", "problem_error", "route_for"]
+
+CLOUDEVENTS = "application/cloudevents+json"
+
+
+def route_for(envelope: dict[str, Any]) -> str:
+    """The route a signed envelope is posted to: messages, or the typed task routes (04 §6)."""
+    kind = envelope["type"]
+    if kind == MESSAGE:
+        return "/v1/messages"
+    if kind == TASK_REQUEST:
+        return "/v1/tasks"
+    verb = kind.removeprefix("agentbus.task.").removesuffix(".v1")
+    return f"/v1/tasks/{envelope['subject']}/{verb}"
+
+
+def problem_error(response: httpx.Response) -> GatewayError:
+    """Map an error response (problem+json or not) to GatewayError."""
+    problem: dict[str, Any] = {}
+    try:
+        body = response.json()
+        problem = body if isinstance(body, dict) else {}
+    except ValueError:
+        pass
+    retry_ms = problem.get("retry_after_ms")
+    header = response.headers.get("Retry-After")
+    if not isinstance(retry_ms, int) and header and header.strip().isdigit():
+        retry_ms = int(header.strip()) * 1000
+    detail = problem.get("detail") or problem.get("title") or response.reason_phrase or ""
+    code, name = problem.get("code"), problem.get("name")
+    return GatewayError(
+        response.status_code,
+        code if isinstance(code, str) else None,
+        name if isinstance(name, str) else None,
+        str(detail),
+        retry_after_ms=retry_ms if isinstance(retry_ms, int) else None,
+        problem=problem,
+    )
+
+
+class GatewayClient:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 15.0,
+        on_clock_offset: Callable[[int], None] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.on_clock_offset = on_clock_offset
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            timeout=httpx.Timeout(timeout_s, connect=5.0),
+            transport=transport,
+            headers={"User-Agent": "agentbus-sidecar/0.1"},
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        bearer: str | None = None,
+        json: Any = None,
+        content: bytes | None = None,
+        params: dict[str, Any] | None = None,
+        timeout_s: float | None = None,
+    ) -> httpx.Response:
+        headers = {"Accept": "application/json"}
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
+        if content is not None:
+            headers["Content-Type"] = CLOUDEVENTS
+        extra: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
+        started = time.time()
+        try:
+            response = await self._http.request(
+                method, path, headers=headers, json=json, content=content, params=params, **extra
+            )
+        except httpx.TransportError as exc:
+            raise GatewayUnreachable(self.base_url, str(exc) or type(exc).__name__) from exc
+        self._observe_clock(response, started, time.time())
+        if response.status_code >= 400:
+            raise problem_error(response)
+        return response
+
+    def _observe_clock(self, response: httpx.Response, started: float, ended: float) -> None:
+        date = response.headers.get("Date")
+        if self.on_clock_offset is None or not date:
+            return
+        try:
+            server_ms = to_ms(parsedate_to_datetime(date)) + 500  # Date has whole seconds
+        except (TypeError, ValueError):
+            return
+        self.on_clock_offset(server_ms - int((started + ended) * 500))
+
+    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        response = await self.request(method, path, **kwargs)
+        if response.status_code == 204 or not response.content:
+            return {}
+        body: dict[str, Any] = response.json()
+        return body
+
+    # Agents and credentials (04 §2, §3), authenticated by the integration token.
+    async def register(self, token: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._json("POST", "/v1/agents", bearer=token, json=body)
+
+    async def issue_credential(self, token: str, agent_id: str, proof: str) -> dict[str, Any]:
+        path = f"/v1/agents/{agent_id}/credentials"
+        return await self._json("POST", path, bearer=token, json={"proof": proof})
+
+    async def refresh_credential(self, credential: str, proof: str) -> dict[str, Any]:
+        path = "/v1/credentials/refresh"
+        return await self._json("POST", path, bearer=credential, json={"proof": proof})
+
+    # Agent routes, authenticated by the agent credential.
+    async def send(self, bearer: str, path: str, body: bytes) -> dict[str, Any]:
+        return await self._json("POST", path, bearer=bearer, content=body)
+
+    async def receive(self, bearer: str, wait_s: int = 25, max_items: int = 100) -> dict[str, Any]:
+        params = {"wait_s": wait_s, "max": max_items}
+        return await self._json(
+            "GET", "/v1/inbox", bearer=bearer, params=params, timeout_s=wait_s + 15
+        )
+
+    async def settle(
+        self, bearer: str, verb: str, items: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """``verb`` is ack, nak, term or read (04 §5.3-5.6); returns the per-item results."""
+        key = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}[verb]
+        body = await self._json("POST", f"/v1/inbox/{verb}", bearer=bearer, json={key: items})
+        results: list[dict[str, Any]] = body.get("results", [])
+        return results
+
+    async def get_message(
+        self, bearer: str, msg_id: str, *, envelope: bool = False
+    ) -> dict[str, Any]:
+        params = {"include": "envelope"} if envelope else None
+        return await self._json("GET", f"/v1/messages/{msg_id}", bearer=bearer, params=params)
+
+    async def message_trace(self, bearer: str, msg_id: str) -> dict[str, Any]:
+        return await self._json("GET", f"/v1/messages/{msg_id}/trace", bearer=bearer)
+
+    async def get_receipt(self, bearer: str, rcp_id: str) -> dict[str, Any]:
+        return await self._json("GET", f"/v1/receipts/{rcp_id}", bearer=bearer)
+
+    async def get_task(self, bearer: str, task_id: str) -> dict[str, Any]:
+        return await self._json("GET", f"/v1/tasks/{task_id}", bearer=bearer)
+
+    async def list_tasks(self, bearer: str, role: str = "", state: str = "") -> dict[str, Any]:
+        params = {k: v for k, v in (("role", role), ("state", state)) if v}
+        return await self._json("GET", "/v1/tasks", bearer=bearer, params=params)
+
+    async def heartbeat(self, bearer: str, agent_id: str, body: dict[str, Any]) -> None:
+        await self._json("POST", f"/v1/agents/{agent_id}/heartbeat", bearer=bearer, json=body)
+
+    async def healthz(self) -> httpx.Response:
+        return await self.request("GET", "/healthz", timeout_s=5.0)

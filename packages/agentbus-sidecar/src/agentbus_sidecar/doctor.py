@@ -1,0 +1,152 @@
+"""``agentbus doctor``: checks that say what is wrong and what to do about it.
+
+Each check yields a Check(name, status, detail) with status ``ok``, ``warn`` or ``fail``:
+credentials file (present, mode 0600, well formed), agent key, registration, state.db
+(integrity, WAL, schema version, size, stuck outbox rows) and the gateway (reachable, clock
+skew). Doctor never creates state.db and never prints a secret.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from agentbus_sidecar.client import GatewayClient
+from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.credentials import Credentials, load_credentials
+from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable, SidecarError
+from agentbus_sidecar.keys import fingerprint
+from agentbus_sidecar.store import open_store, state_db_path
+from agentbus_sidecar.store.outbox import PARKED
+from agentbus_sidecar.store.schema import LATEST
+
+__all__ = ["Check", "run_checks"]
+
+SKEW_WARN_MS = 2000
+STUCK_AFTER = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str
+    detail: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _credentials(path: Path) -> tuple[list[Check], Credentials | None]:
+    checks: list[Check] = []
+    if path.exists():
+        mode = stat.S_IMODE(path.stat().st_mode)
+        good = not mode & 0o077
+        checks.append(
+            Check(
+                "credentials mode",
+                "ok" if good else "fail",
+                f"{path} is {mode:04o}" + ("" if good else f"; run chmod 600 {path}"),
+            )
+        )
+    try:
+        creds = load_credentials(path)
+    except ConfigError as exc:
+        checks.append(Check("credentials", "fail", str(exc)))
+        return checks, None
+    checks.append(Check("credentials", "ok", f"{creds.address} via {creds.gateway_url}"))
+    try:
+        key = creds.signing_key()
+        checks.append(Check("agent key", "ok", f"Ed25519, fingerprint {fingerprint(key)}"))
+    except ConfigError as exc:
+        checks.append(Check("agent key", "fail", str(exc)))
+    if creds.agent_id and creds.key_id:
+        checks.append(Check("registration", "ok", f"{creds.agent_id}, key {creds.key_id}"))
+    else:
+        checks.append(Check("registration", "fail", "not registered; run `agentbus register`"))
+    if not creds.integration_token and not creds.agent_credential:
+        checks.append(Check("token", "fail", "no integration token; run `agentbus login`"))
+    return checks, creds
+
+
+def _store(path: Path) -> list[Check]:
+    if not path.exists():
+        return [Check("state.db", "warn", f"{path} does not exist yet (made on first use)")]
+    try:
+        conn = open_store(path)
+    except (SidecarError, sqlite3.Error) as exc:
+        return [Check("state.db", "fail", f"{path}: {exc}")]
+    try:
+        integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+        journal = str(conn.execute("PRAGMA journal_mode").fetchone()[0])
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        size = sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+        stuck_before = format_ts(utcnow() - STUCK_AFTER)
+        retrying = conn.execute(
+            "SELECT count(*) FROM outbox WHERE attempts > 0 AND next_attempt_at < ? "
+            "AND created_at < ?",
+            (PARKED, stuck_before),
+        ).fetchone()[0]
+        parked = conn.execute(
+            "SELECT count(*) FROM outbox WHERE next_attempt_at = ?", (PARKED,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    ok = integrity == "ok" and journal.lower() == "wal" and version == LATEST
+    checks = [
+        Check(
+            "state.db",
+            "ok" if ok else "fail",
+            f"{path}: integrity {integrity}, journal {journal}, schema {version}, {size} bytes",
+        )
+    ]
+    if parked:
+        checks.append(
+            Check("outbox failed", "warn", f"{parked} rows refused for good; see `agentbus outbox`")
+        )
+    if retrying:
+        checks.append(
+            Check(
+                "outbox stuck",
+                "warn",
+                f"{retrying} rows still retrying after 5 min; is the sidecar running?",
+            )
+        )
+    return checks
+
+
+async def _gateway(url: str) -> list[Check]:
+    offsets: list[int] = []
+    client = GatewayClient(url, on_clock_offset=offsets.append)
+    try:
+        response = await client.healthz()
+    except GatewayUnreachable as exc:
+        return [Check("gateway", "fail", str(exc))]
+    except GatewayError as exc:
+        return [Check("gateway", "fail", f"{url}/healthz answered {exc}")]
+    finally:
+        await client.aclose()
+    checks = [Check("gateway", "ok", f"{url}/healthz answered {response.status_code}")]
+    if offsets:
+        skew = offsets[-1]
+        status = "ok" if abs(skew) <= SKEW_WARN_MS else "warn"
+        advice = "" if status == "ok" else "; ids and key proofs are corrected, but fix NTP"
+        checks.append(
+            Check("clock skew", status, f"gateway clock - local clock = {skew} ms{advice}")
+        )
+    else:
+        checks.append(Check("clock skew", "warn", "the gateway sent no Date header"))
+    return checks
+
+
+async def run_checks(creds_path: Path, state_dir: Path | None = None) -> list[Check]:
+    checks, creds = _credentials(creds_path)
+    if creds is None:
+        return checks
+    if creds.agent_id:
+        checks += _store(state_db_path(creds.agent_id, state_dir))
+    checks += await _gateway(creds.gateway_url)
+    return checks

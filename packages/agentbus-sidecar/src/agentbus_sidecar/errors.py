@@ -1,0 +1,84 @@
+"""The sidecar's exception tree.
+
+    SidecarError                    base of everything the sidecar raises on purpose
+    +-- ConfigError                 credentials missing, unreadable, insecure or incomplete
+    +-- StoreError                  state.db cannot be used (e.g. written by a newer sidecar)
+    +-- EnvelopeError               an envelope cannot be built or is malformed
+    +-- SignatureInvalid            an envelope signature does not verify
+    +-- GatewayUnreachable          no HTTP answer: connection refused, DNS, TLS, timeout
+    +-- GatewayError                the gateway answered with an error (problem+json)
+
+GatewayError carries the stable AB- ``code``, its ``name``, the HTTP ``status`` and the
+problem's ``detail``; ``retryable`` says whether the outbox should try again (5xx and 429).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "EnvelopeError",
+    "GatewayError",
+    "GatewayUnreachable",
+    "SidecarError",
+    "SignatureInvalid",
+    "StoreError",
+]
+
+
+class SidecarError(Exception):
+    """Base class of the sidecar's deliberate errors."""
+
+
+class ConfigError(SidecarError):
+    pass
+
+
+class StoreError(SidecarError):
+    pass
+
+
+class EnvelopeError(SidecarError, ValueError):
+    pass
+
+
+class SignatureInvalid(SidecarError):
+    pass
+
+
+class GatewayUnreachable(SidecarError):
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"gateway unreachable at {url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class GatewayError(SidecarError):
+    def __init__(
+        self,
+        status: int,
+        code: str | None,
+        name: str | None,
+        detail: str,
+        *,
+        retry_after_ms: int | None = None,
+        problem: dict[str, Any] | None = None,
+    ) -> None:
+        label = " ".join(part for part in (code, name) if part) or f"HTTP {status}"
+        super().__init__(f"{label}: {detail}" if detail else label)
+        self.status = status
+        self.code = code
+        self.name = name
+        self.detail = detail
+        self.retry_after_ms = retry_after_ms
+        self.problem = problem or {}
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+    @property
+    def credential_rejected(self) -> bool:
+        """The agent credential was refused and a fresh one may succeed."""
+        return self.status == 401 and self.code in (None, "AB-1005", "AB-1006")

@@ -1,0 +1,94 @@
+"""The agent credential (04-API-SPEC.md §3): issued, cached, refreshed, retried once on 401.
+
+A credential lives 900 s. It is refreshed when a fifth of its lifetime is left, falling back to
+a fresh issue with the integration token when refresh fails (04 §3.2). The cached credential is
+written to credentials.json, so short CLI commands do not each ask for a new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from typing import Any
+
+from agentbus_sidecar.client import GatewayClient
+from agentbus_sidecar.clock import format_ts, parse_ts, server_now
+from agentbus_sidecar.credentials import AgentCredential, Credentials
+from agentbus_sidecar.errors import ConfigError, GatewayError
+from agentbus_sidecar.keys import key_proof
+
+__all__ = ["AgentSession"]
+
+REFRESH_FRACTION = 0.2
+
+
+class AgentSession:
+    def __init__(
+        self,
+        client: GatewayClient,
+        creds: Credentials,
+        save: Callable[[Credentials], None],
+    ) -> None:
+        self.client = client
+        self.creds = creds
+        self._save = save
+
+    def _identity(self) -> tuple[str, str]:
+        if not self.creds.agent_id or not self.creds.key_id:
+            raise ConfigError("this agent is not registered yet; run `agentbus register`")
+        return self.creds.agent_id, self.creds.key_id
+
+    def _remaining_s(self, cached: AgentCredential) -> float:
+        try:
+            return (parse_ts(cached.expires_at) - server_now()).total_seconds()
+        except ValueError:
+            return 0.0
+
+    async def bearer(self) -> str:
+        """A usable agent credential, issuing or refreshing one if needed."""
+        agent_id, key_id = self._identity()
+        cached = self.creds.agent_credential
+        if cached is not None:
+            remaining = self._remaining_s(cached)
+            if remaining > REFRESH_FRACTION * cached.expires_in:
+                return cached.access_token
+            if remaining > 5:
+                proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
+                try:
+                    answer = await self.client.refresh_credential(cached.access_token, proof)
+                except GatewayError:
+                    answer = None
+                if answer is not None:
+                    return self._keep(answer)
+        return await self._issue(agent_id, key_id)
+
+    async def _issue(self, agent_id: str, key_id: str) -> str:
+        token = self.creds.integration_token
+        if not token:
+            raise ConfigError(
+                "the agent credential has expired and no integration token is stored; "
+                "run `agentbus login`"
+            )
+        proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
+        return self._keep(await self.client.issue_credential(token, agent_id, proof))
+
+    def _keep(self, answer: dict[str, object]) -> str:
+        access, lifetime = answer.get("access_token"), answer.get("expires_in", 900)
+        if not isinstance(access, str) or not isinstance(lifetime, int):
+            raise GatewayError(200, None, None, "credential response without access_token")
+        expires_at = answer.get("expires_at")
+        if not isinstance(expires_at, str):
+            expires_at = format_ts(server_now() + timedelta(seconds=lifetime))
+        self.creds.agent_credential = AgentCredential(access, expires_at, lifetime)
+        self._save(self.creds)
+        return access
+
+    async def call[T](self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``fn(bearer, *args)``; on a refused credential, renew it and try once more."""
+        try:
+            return await fn(await self.bearer(), *args)
+        except GatewayError as exc:
+            if not exc.credential_rejected:
+                raise
+        self.creds.agent_credential = None
+        return await fn(await self.bearer(), *args)

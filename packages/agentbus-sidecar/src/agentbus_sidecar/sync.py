@@ -1,0 +1,187 @@
+"""The sync loop behind ``agentbus sidecar run``, and the one-shot sync CLI commands use.
+
+Two tasks share one state.db connection (no transaction spans an ``await``, so they never
+interleave inside one):
+
+- receiver: drain queued acks and reads, long-poll ``GET /v1/inbox``, take custody of each
+  delivery (inbox + dedupe + queued ack, one transaction), then send the transport acks. Acks
+  are drained before every pull, so after a restart our own acks reach the gateway before any
+  redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s.
+- flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
+  unpublished receipts, report unpresented messages that expired, heartbeat every 30 s, and
+  apply local retention every hour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import socket
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentbus_sidecar.backoff import reconnect_delay_s
+from agentbus_sidecar.clock import utcnow
+from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable
+from agentbus_sidecar.inbound import accept_deliveries
+from agentbus_sidecar.outbound import (
+    FlushReport,
+    flush_sends,
+    flush_settlements,
+    refresh_unpublished,
+)
+from agentbus_sidecar.runtime import Runtime
+from agentbus_sidecar.store import inbox
+from agentbus_sidecar.store.retention import prune
+
+__all__ = ["SyncReport", "flush", "hold_run_lock", "receive_once", "run", "sync_once"]
+
+HEARTBEAT_S = 30.0
+RETENTION_S = 3600.0
+FLUSH_EVERY_S = 1.0
+
+
+@dataclass
+class SyncReport:
+    flush: FlushReport
+    received: list[tuple[str, str]] = field(default_factory=list)
+    expired: list[str] = field(default_factory=list)
+
+
+async def flush(rt: Runtime, lock: asyncio.Lock | None = None) -> FlushReport:
+    report = FlushReport()
+    async with lock or asyncio.Lock():
+        await flush_settlements(rt, utcnow(), report)
+        if report.unreachable is None:
+            await refresh_unpublished(rt, utcnow())
+        await flush_sends(rt, utcnow(), report)
+    return report
+
+
+async def receive_once(rt: Runtime, wait_s: int) -> list[tuple[str, str]]:
+    body = await rt.session.call(rt.client.receive, wait_s)
+    deliveries: list[dict[str, Any]] = body.get("deliveries") or []
+    return accept_deliveries(rt.conn, deliveries, rt.address, utcnow())
+
+
+async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
+    """Flush, pull once, store, ack: what a CLI command does before it reads the inbox."""
+    report = SyncReport(await flush(rt))
+    if report.flush.unreachable is None:
+        try:
+            report.received = await receive_once(rt, wait_s)
+        except GatewayUnreachable as exc:
+            report.flush.unreachable = str(exc)
+        else:
+            await flush_settlements(rt, utcnow(), report.flush)
+    report.expired = inbox.expire_unpresented(rt.conn, utcnow())
+    return report
+
+
+@contextmanager
+def hold_run_lock(state_db: Path) -> Iterator[None]:
+    """One ``sidecar run`` per agent: a second long-poll would only replace the first."""
+    fd = os.open(state_db.parent / "sidecar.lock", os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ConfigError("a sidecar is already running for this agent") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+async def _sleep(stop: asyncio.Event, seconds: float) -> None:
+    with suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+async def _unless_stopped[T](stop: asyncio.Event, work: Awaitable[T]) -> T | None:
+    task = asyncio.ensure_future(work)
+    stopper = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    stopper.cancel()
+    if not task.done():
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
+
+
+async def _receiver(
+    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, wait_s: int, log: Callable[[str], None]
+) -> None:
+    failures = 0
+    while not stop.is_set():
+        try:
+            async with lock:
+                await flush_settlements(rt, utcnow(), FlushReport())
+            outcomes = await _unless_stopped(stop, receive_once(rt, wait_s))
+            if outcomes is None:
+                return
+            async with lock:
+                await flush_settlements(rt, utcnow(), FlushReport())
+            for msg_id, outcome in outcomes:
+                log(f"{msg_id} {outcome}")
+            failures = 0
+        except (GatewayUnreachable, GatewayError) as exc:
+            failures += 1
+            delay = reconnect_delay_s(failures)
+            log(f"receive failed ({exc}); retrying in {delay:.1f} s")
+            await _sleep(stop, delay)
+
+
+async def _flusher(
+    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Callable[[str], None]
+) -> None:
+    loop = asyncio.get_running_loop()
+    next_heartbeat = next_prune = loop.time()
+    while not stop.is_set():
+        report = await flush(rt, lock)
+        for msg_id in report.sent:
+            log(f"{msg_id} sent")
+        for msg_id, error in report.failed.items():
+            log(f"{msg_id} failed for good: {error}")
+        for msg_id in inbox.expire_unpresented(rt.conn, utcnow()):
+            log(f"{msg_id} expired before it was presented")
+        if loop.time() >= next_heartbeat:
+            next_heartbeat = loop.time() + HEARTBEAT_S
+            body = {"status": "online", "host": socket.gethostname()}
+            with suppress(GatewayUnreachable, GatewayError):
+                await rt.session.call(rt.client.heartbeat, rt.agent_id, body)
+        if loop.time() >= next_prune:
+            next_prune = loop.time() + RETENTION_S
+            removed = prune(rt.conn, utcnow())
+            if any(removed.values()):
+                log(f"retention removed {removed}")
+        await _sleep(stop, FLUSH_EVERY_S)
+
+
+async def run(
+    rt: Runtime,
+    stop: asyncio.Event,
+    *,
+    wait_s: int = 25,
+    log: Callable[[str], None] = lambda _line: None,
+) -> None:
+    """Run until ``stop`` is set; a ConfigError (e.g. no usable credential) ends it early."""
+    lock = asyncio.Lock()
+    tasks = [
+        asyncio.create_task(_receiver(rt, stop, lock, wait_s, log)),
+        asyncio.create_task(_flusher(rt, stop, lock, log)),
+    ]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        for task in done:
+            task.result()
+    finally:
+        stop.set()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
