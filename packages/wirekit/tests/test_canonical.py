@@ -45,7 +45,7 @@ def _shuffled(value: Any, rng: random.Random) -> Any:
 
 
 def test_public_api_is_locked() -> None:
-    assert sorted(wirekit.__all__) == ["canonical_hash", "canonical_json"]
+    assert sorted(wirekit.__all__) == ["canonical_hash", "canonical_json", "canonical_json_parsed"]
 
 
 def test_known_bytes() -> None:
@@ -160,3 +160,23 @@ def test_no_insignificant_whitespace(value: Any) -> None:
 def test_distinct_values_hash_differently(a: Any, b: Any) -> None:
     if json.loads(canonical_json(a)) != json.loads(canonical_json(b)):
         assert canonical_hash(a) != canonical_hash(b)
+
+
+@given(json_values)
+def test_parsed_variant_agrees_on_parsed_values(value: Any) -> None:
+    import json
+
+    from wirekit.canonical import canonical_json_parsed
+
+    parsed = json.loads(json.dumps(value))
+    assert canonical_json_parsed(parsed) == canonical_json(parsed)
+
+
+def test_parsed_variant_still_refuses_nan() -> None:
+    import json
+
+    import pytest
+    from wirekit.canonical import canonical_json_parsed
+
+    with pytest.raises(ValueError, match="JSON compliant"):
+        canonical_json_parsed(json.loads('{"x": NaN}'))

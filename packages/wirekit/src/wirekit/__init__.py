@@ -4,6 +4,6 @@ This package depends on nothing outside the standard library, so light agent pac
 import it without pulling in the server stack.
 """
 
-from wirekit.canonical import canonical_hash, canonical_json
+from wirekit.canonical import canonical_hash, canonical_json, canonical_json_parsed
 
-__all__ = ["canonical_hash", "canonical_json"]
+__all__ = ["canonical_hash", "canonical_json", "canonical_json_parsed"]

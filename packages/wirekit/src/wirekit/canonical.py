@@ -14,7 +14,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["canonical_hash", "canonical_json"]
+__all__ = ["canonical_hash", "canonical_json", "canonical_json_parsed"]
 
 
 def _check(value: Any, path: str) -> None:
@@ -47,6 +47,19 @@ def canonical_json(obj: Any) -> bytes:
     bool or None, and ValueError for NaN or an infinity.
     """
     _check(obj, "$")
+    return _encode(obj)
+
+
+def canonical_json_parsed(obj: Any) -> bytes:
+    """``canonical_json`` of a value fresh from ``json.loads``, for verifying what arrived.
+
+    Such a value can only hold JSON types (str keys, no subclasses), so the type walk is
+    skipped; NaN and the infinities, which ``json.loads`` does accept, are still refused.
+    """
+    return _encode(obj)
+
+
+def _encode(obj: Any) -> bytes:
     text = json.dumps(
         obj,
         sort_keys=True,

@@ -64,6 +64,8 @@ def normalize_key(key: str) -> str:
 
 
 def normalize_keys(keys: Iterable[str]) -> tuple[str, ...]:
+    if keys == ():
+        return ()  # the common case, on every event: no operator keys
     return tuple(sorted({n for n in (normalize_key(k) for k in keys) if n}))
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from wirekit.canonical import canonical_json
+from wirekit.canonical import canonical_json, canonical_json_parsed
 
 PROTOCOL_VERSION = 2
 SKEW_SECONDS = 60
@@ -117,12 +117,14 @@ class Session:
     project_id: str
     session_id: str
 
-    def mac(self, frame: dict[str, Any]) -> str:
+    def mac(self, frame: dict[str, Any], *, parsed: bool = False) -> str:
+        """The frame's HMAC; ``parsed`` says the frame came from ``json.loads`` (see wirekit)."""
         envelope = {k: v for k, v in frame.items() if k != "hmac"}
         envelope["agent_id"] = self.agent_id
         envelope["project_id"] = self.project_id
         envelope["session_id"] = self.session_id
-        return hmac.new(self.secret, canonical_json(envelope), hashlib.sha256).hexdigest()
+        encode = canonical_json_parsed if parsed else canonical_json
+        return hmac.new(self.secret, encode(envelope), hashlib.sha256).hexdigest()
 
 
 class FrameSigner:
@@ -171,7 +173,7 @@ class FrameVerifier:
             raise FrameError("signed frame lacks nonce, seq or hmac")
         # The signature first, so an unauthenticated peer learns nothing about replay state.
         try:
-            expected = self.session.mac(frame)
+            expected = self.session.mac(frame, parsed=True)
         except (TypeError, ValueError) as exc:
             raise FrameError(f"frame is not canonical JSON: {exc}", CLOSE_BAD_HELLO) from exc
         if not hmac.compare_digest(expected, mac):
