@@ -65,6 +65,9 @@ def load(
     return time.perf_counter() - began
 
 
+SEARCH_CASE = "search_args_last_day"
+
+
 def _cases(tasks: int) -> dict[str, dict[str, Any]]:
     return {
         "all": {},
@@ -72,7 +75,7 @@ def _cases(tasks: int) -> dict[str, dict[str, Any]]:
         "name": {"name": NAMES[7]},
         "queue+state": {"queue": "emails", "state": "succeeded"},
         "last_hour": {"since": _ago(3600)},
-        "search_args_last_day": {"q": f"order-{max(tasks - 17, 1)}", "since": _ago(86400)},
+        SEARCH_CASE: {"q": f"order-{max(tasks - 17, 1)}", "since": _ago(86400)},
     }
 
 
@@ -116,7 +119,8 @@ async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[
                     resp = await client.get(url, params={"limit": 50, **params})
                     times.append(time.perf_counter() - began)
                     resp.raise_for_status()
-                all_times += times
+                if name != SEARCH_CASE:  # a full-text scan of a day; reported on its own
+                    all_times += times
                 results.append(
                     {
                         "benchmark": "z4j.query",
@@ -133,7 +137,8 @@ async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[
         results.append(
             {
                 "benchmark": "z4j.query",
-                "case": "overall",
+                "case": "overall_filters",
+                "excludes": SEARCH_CASE,
                 "tasks": tasks,
                 "requests": len(all_times),
                 "p50_ms": _pct(all_times, 0.5),
