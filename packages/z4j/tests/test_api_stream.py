@@ -27,3 +27,21 @@ async def test_a_stream_ends_after_its_lifetime(brain: Brain) -> None:
     items = [item async for item in change_events(brain, keepalive=0.05, lifetime=0.2)]
     assert items[0].startswith("retry:")
     assert set(items[1:]) == {": keepalive\n\n"}
+
+
+async def test_a_change_signalled_by_another_process_reaches_the_stream(brain: Brain) -> None:
+    # Another brain worker process signals through PostgreSQL; simulate it with a separate
+    # connection that knows nothing of this process.
+    import psycopg
+    from z4j.brain import CHANGES_CHANNEL
+
+    stream = change_events(brain, debounce=0.05, keepalive=5, lifetime=10)
+    assert (await anext(stream)).startswith("retry:")
+    pending = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0.2)
+    conninfo = brain.pool.conninfo
+    assert isinstance(conninfo, str)
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as other:
+        await other.execute("SELECT pg_notify(%s, '')", (CHANGES_CHANNEL,))
+    assert await asyncio.wait_for(pending, 5) == "event: changed\ndata: {}\n\n"
+    await stream.aclose()

@@ -38,8 +38,9 @@ import redis
 from platformkit.testing.services import service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.actions import users
+from z4j.secrets_file import load_or_create
 from z4j.settings import Settings
-from z4j.startup import open_brain, prepare
+from z4j.startup import Prepared, open_brain
 from z4j.testing import BrainProcess, wait_for
 from z4j_agent.celery import install, uninstall
 
@@ -232,13 +233,15 @@ async def stack(
 
 
 async def create_admin(server: BrainProcess) -> None:
-    """The first admin, through the same action ``z4j serve --admin-email`` uses."""
+    """The first admin, through the action ``z4j serve`` runs for Z4J_ADMIN_EMAIL (the database
+    is already migrated by the running brain)."""
     settings = Settings(
         database_url=server.admin_url,  # type: ignore[arg-type]
         config_dir=server.config_dir,
         public_url=server.url,
     )
-    brain = await open_brain(await prepare(settings), max_size=2)
+    brain_secrets, _ = load_or_create(server.config_dir)
+    brain = await open_brain(Prepared(settings, brain_secrets, server.admin_url, False), max_size=2)
     try:
         assert await users.create_first_admin(brain, ADMIN_EMAIL, ADMIN_PASSWORD)
     finally:

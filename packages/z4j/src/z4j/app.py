@@ -11,12 +11,13 @@ from platformkit import http as http_kernel
 from starlette.routing import WebSocketRoute
 from starlette.staticfiles import StaticFiles
 
-from z4j import __version__, console
+from z4j import __version__, console, db
 from z4j.api import agent_http, v1
 from z4j.api.agent_ws import agent_websocket
 from z4j.api.v1 import errors
 from z4j.api.v1.middleware import AuthMiddleware
 from z4j.console.render import STATIC, error_page
+from z4j.controllers.changes import relay_changes
 from z4j.controllers.liveness import run_liveness_sweeper
 from z4j.settings import Settings
 from z4j.startup import open_brain, prepare
@@ -30,7 +31,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         prepared = await prepare(settings)
         brain = await open_brain(prepared)
         app.state.brain = brain
-        async with run_liveness_sweeper(brain):
+        async with (
+            run_liveness_sweeper(brain),
+            relay_changes(brain, db.app_url(prepared.admin_url, prepared.secrets)),
+        ):
             try:
                 yield
             finally:

@@ -16,6 +16,7 @@ from z4j.db import SCOPE
 from z4j.secrets_file import BrainSecrets
 from z4j.settings import Settings
 
+CHANGES_CHANNEL = "z4j_changes"
 AGENT_TOKEN = TokenFormat.encoded("z4ja_", nbytes=32, encoding="urlsafe")
 
 
@@ -49,6 +50,15 @@ class Brain:
             yield conn
 
     async def notify_change(self) -> None:
-        """Wake live dashboard streams: something they show may have changed."""
+        """Tell every brain process that something dashboards show may have changed.
+
+        The signal goes through PostgreSQL (NOTIFY), so a stream served by one worker process
+        hears about events ingested by another; ``controllers.changes`` turns it back into a
+        wake-up of ``changes`` in each process.
+        """
+        async with self.pool.connection() as conn:
+            await conn.execute("SELECT pg_notify(%s, '')", (CHANGES_CHANNEL,))
+
+    async def wake_streams(self) -> None:
         async with self.changes:
             self.changes.notify_all()
