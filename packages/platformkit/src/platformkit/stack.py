@@ -7,6 +7,7 @@ point group) and keeps them running until Ctrl-C, when it stops them in reverse 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -19,7 +20,7 @@ import typer
 from rich.console import Console
 
 from platformkit.db.server import embedded_from_env
-from platformkit.nats.embedded import EmbeddedNats
+from platformkit.nats.embedded import nats_from_env
 
 app = typer.Typer(help="Run the control planes together on one machine.", no_args_is_help=True)
 console = Console()
@@ -44,7 +45,7 @@ def up(
         url = pg.start()
     console.print(f"[green]PostgreSQL[/] {url}  (socket dir {pg.socket_dir}, data {pg.data_dir})")
     console.print(f"  connect: {pg.psql_path} '{url}'")
-    nats = EmbeddedNats()
+    nats = nats_from_env()
     with console.status("starting embedded NATS JetStream"):
         nats_url = nats.start()
     console.print(f"[green]NATS JetStream[/] {nats_url}  (store {nats.store_dir})")
@@ -56,7 +57,8 @@ def up(
     env = {**os.environ, "PLATFORMKIT_PG_PORT": str(pg.port), "PLATFORMKIT_NATS_URL": nats_url}
     for name, cmd in services.items():
         console.print(f"[green]{name}[/] starting: {' '.join(cmd)}")
-        procs.append((name, subprocess.Popen(cmd, env=env)))  # noqa: S603 - registered commands
+        # Each server gets its own process group, so stopping it reaches its workers too.
+        procs.append((name, subprocess.Popen(cmd, env=env, start_new_session=True)))  # noqa: S603
     if not procs:
         console.print("No system servers are installed yet; the databases stay up. Ctrl-C stops.")
     try:
@@ -69,20 +71,29 @@ def up(
     except KeyboardInterrupt:
         console.print("stopping")
     finally:
-        for _name, proc in reversed(procs):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for _name, proc in reversed(procs):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        _stop(procs)
+
+
+def _stop(procs: list[tuple[str, subprocess.Popen[bytes]]], grace: float = 20.0) -> None:
+    """SIGTERM every server's process group, then SIGKILL what is left after ``grace``."""
+    for _name, proc in reversed(procs):
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for name, proc in reversed(procs):
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            console.print(f"[red]{name} did not stop in time; killing it[/]")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 @app.command()
 def down() -> None:
     """Stop the embedded NATS and PostgreSQL servers (data is kept)."""
-    EmbeddedNats().stop()
+    nats_from_env().stop()
     embedded_from_env().stop()
     console.print("stopped")
 
@@ -91,10 +102,14 @@ def down() -> None:
 def status() -> None:
     """Say whether the embedded servers are running."""
     pg = embedded_from_env()
-    nats = EmbeddedNats()
+    nats = nats_from_env()
     console.print(f"PostgreSQL: {'running at ' + pg.url() if pg.is_running() else 'stopped'}")
     console.print(f"NATS: {'running at ' + nats.url if nats.running_pid() else 'stopped'}")
 
 
 def main() -> None:
     app(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    main()

@@ -110,3 +110,10 @@ class EmbeddedNats:
                 return
             time.sleep(0.05)
         os.kill(pid, signal.SIGKILL)
+
+
+def nats_from_env() -> EmbeddedNats:
+    """The shared embedded NATS: PLATFORMKIT_NATS_STORE and PLATFORMKIT_NATS_PORT override."""
+    store = os.environ.get("PLATFORMKIT_NATS_STORE")
+    port = int(os.environ.get("PLATFORMKIT_NATS_PORT") or DEFAULT_PORT)
+    return EmbeddedNats(store_dir=Path(store) if store else default_store_dir(), port=port)

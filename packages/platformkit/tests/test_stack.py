@@ -1,0 +1,71 @@
+"""``stack up``, the README's bring-up command: every installed system answers, Ctrl-C stops all."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import httpx
+from platformkit.testing.services import free_port
+
+PORT_VARIABLES = {"z4j": "Z4J_PORT", "strataplane": "STRATAPLANE_PORT", "agentbus": "AGENTBUS_PORT"}
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path) -> None:
+    systems = sorted(ep.name for ep in entry_points(group="platformkit.services"))
+    ports = {name: free_port() for name in systems}
+    env = {
+        **os.environ,
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "PLATFORMKIT_PG_PORT": str(free_port()),
+        "PLATFORMKIT_NATS_PORT": str(free_port()),
+        **{PORT_VARIABLES[name]: str(port) for name, port in ports.items()},
+    }
+    log = (tmp_path / "stack.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "platformkit.stack", "up"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        waiting = dict(ports)
+        while waiting and time.monotonic() < deadline:
+            assert proc.poll() is None, (tmp_path / "stack.log").read_text()[-3000:]
+            waiting = {
+                n: p for n, p in waiting.items() if not _healthy(f"http://127.0.0.1:{p}/healthz")
+            }
+            time.sleep(0.5)
+        assert not waiting, (
+            f"not healthy: {waiting}\n{(tmp_path / 'stack.log').read_text()[-3000:]}"
+        )
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        proc.wait(timeout=60)
+        for port in ports.values():
+            assert not _healthy(f"http://127.0.0.1:{port}/healthz")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+        subprocess.run(
+            [sys.executable, "-m", "platformkit.stack", "down"],
+            env=env,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
