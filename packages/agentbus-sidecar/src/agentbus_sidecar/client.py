@@ -157,9 +157,7 @@ class GatewayClient:
         results: list[dict[str, Any]] = body.get("results", [])
         return results
 
-    async def get_message(
-        self, bearer: str, msg_id: str, *, envelope: bool = False
-    ) -> dict[str, Any]:
+    async def get_message(self, bearer: str, msg_id: str, envelope: bool = False) -> dict[str, Any]:
         params = {"include": "envelope"} if envelope else None
         return await self._json("GET", f"/v1/messages/{msg_id}", bearer=bearer, params=params)
 

@@ -56,10 +56,17 @@ def _verb(row_id: str) -> str:
 
 
 async def flush_settlements(
-    rt: Runtime, now: datetime, report: FlushReport, rng: random.Random | None = None
+    rt: Runtime,
+    now: datetime,
+    report: FlushReport,
+    rng: random.Random | None = None,
+    *,
+    drain: bool = False,
 ) -> None:
+    """Send due acks, reads, terms and naks; ``drain`` sends all of them, due or not."""
     groups: dict[str, list[sqlite3.Row]] = defaultdict(list)
-    for row in outbox.due(rt.conn, now, ("ack", "nak")):
+    upto = parse_ts(outbox.PARKED) if drain else now
+    for row in outbox.due(rt.conn, upto, ("ack", "nak")):
         groups[_verb(row["id"])].append(row)
     for verb, rows in groups.items():
         for start in range(0, len(rows), BATCH):
@@ -122,8 +129,10 @@ def lane_heads(rows: list[sqlite3.Row], blocked: set[str]) -> list[sqlite3.Row]:
 
 
 async def refresh_unpublished(rt: Runtime, now: datetime) -> None:
+    """Ask the gateway for the stream sequence of accepted sends that hold a lane."""
+    blocked = blocked_recipients(rt.conn, now)
     for row in receipts.unpublished(rt.conn):
-        if str(row["to_address"]) not in blocked_recipients(rt.conn, now):
+        if str(row["to_address"]) not in blocked:
             continue
         msg_id = str(row["msg_id"])
         try:

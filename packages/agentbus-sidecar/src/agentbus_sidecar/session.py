@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Concatenate
 
 from agentbus_sidecar.client import GatewayClient
 from agentbus_sidecar.clock import format_ts, parse_ts, server_now
@@ -83,12 +83,14 @@ class AgentSession:
         self._save(self.creds)
         return access
 
-    async def call[T](self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run ``fn(bearer, *args)``; on a refused credential, renew it and try once more."""
+    async def call[**P, T](
+        self, fn: Callable[Concatenate[str, P], Awaitable[T]], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(bearer, ...)``; on a refused credential, renew it and try once more."""
         try:
-            return await fn(await self.bearer(), *args)
+            return await fn(await self.bearer(), *args, **kwargs)
         except GatewayError as exc:
             if not exc.credential_rejected:
                 raise
         self.creds.agent_credential = None
-        return await fn(await self.bearer(), *args)
+        return await fn(await self.bearer(), *args, **kwargs)

@@ -18,6 +18,7 @@ import asyncio
 import fcntl
 import os
 import socket
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -52,10 +53,13 @@ class SyncReport:
     expired: list[str] = field(default_factory=list)
 
 
-async def flush(rt: Runtime, lock: asyncio.Lock | None = None) -> FlushReport:
+async def flush(
+    rt: Runtime, lock: asyncio.Lock | None = None, *, drain: bool = False
+) -> FlushReport:
+    """Settlements first (acks cancel redeliveries), then sends lane by lane."""
     report = FlushReport()
     async with lock or asyncio.Lock():
-        await flush_settlements(rt, utcnow(), report)
+        await flush_settlements(rt, utcnow(), report, drain=drain)
         if report.unreachable is None:
             await refresh_unpublished(rt, utcnow())
         await flush_sends(rt, utcnow(), report)
@@ -70,7 +74,7 @@ async def receive_once(rt: Runtime, wait_s: int) -> list[tuple[str, str]]:
 
 async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
     """Flush, pull once, store, ack: what a CLI command does before it reads the inbox."""
-    report = SyncReport(await flush(rt))
+    report = SyncReport(await flush(rt, drain=True))
     if report.flush.unreachable is None:
         try:
             report.received = await receive_once(rt, wait_s)
@@ -117,11 +121,15 @@ async def _unless_stopped[T](stop: asyncio.Event, work: Awaitable[T]) -> T | Non
 async def _receiver(
     rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, wait_s: int, log: Callable[[str], None]
 ) -> None:
-    failures = 0
+    failures, started = 0, False
     while not stop.is_set():
         try:
             async with lock:
-                await flush_settlements(rt, utcnow(), FlushReport())
+                # Before the first pull and after an outage, every queued ack goes out first,
+                # whatever its retry schedule, so it can cancel the redelivery it would cause.
+                drain = failures > 0 or not started
+                await flush_settlements(rt, utcnow(), FlushReport(), drain=drain)
+                started = True
             outcomes = await _unless_stopped(stop, receive_once(rt, wait_s))
             if outcomes is None:
                 return
@@ -130,7 +138,8 @@ async def _receiver(
             for msg_id, outcome in outcomes:
                 log(f"{msg_id} {outcome}")
             failures = 0
-        except (GatewayUnreachable, GatewayError) as exc:
+        except (GatewayUnreachable, GatewayError, sqlite3.OperationalError) as exc:
+            # A locked or full disk is a reason to let AckWait redeliver, not to stop.
             failures += 1
             delay = reconnect_delay_s(failures)
             log(f"receive failed ({exc}); retrying in {delay:.1f} s")
@@ -143,7 +152,12 @@ async def _flusher(
     loop = asyncio.get_running_loop()
     next_heartbeat = next_prune = loop.time()
     while not stop.is_set():
-        report = await flush(rt, lock)
+        try:
+            report = await flush(rt, lock)
+        except sqlite3.OperationalError as exc:
+            log(f"state.db busy ({exc}); retrying")
+            await _sleep(stop, FLUSH_EVERY_S)
+            continue
         for msg_id in report.sent:
             log(f"{msg_id} sent")
         for msg_id, error in report.failed.items():

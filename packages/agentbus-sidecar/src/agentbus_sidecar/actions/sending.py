@@ -13,7 +13,7 @@ from typing import Any
 
 from agentbus_sidecar.clock import utcnow
 from agentbus_sidecar.envelope import MESSAGE, build_envelope, new_traceparent, sign_envelope
-from agentbus_sidecar.errors import GatewayError, GatewayUnreachable, SidecarError
+from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable, SidecarError
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox, outbox, receipts
 from agentbus_sidecar.sync import flush
@@ -55,7 +55,11 @@ def signed(rt: Runtime, **attributes: Any) -> dict[str, Any]:
 
 async def queue_and_try(rt: Runtime, envelope: dict[str, Any]) -> SendOutcome:
     outbox.enqueue_send(rt.conn, envelope, utcnow())
-    report = await flush(rt)
+    try:
+        report = await flush(rt)
+    except ConfigError as exc:
+        # No usable credential: the message is safe in the outbox all the same.
+        return SendOutcome(envelope, "queued", str(exc))
     msg_id = envelope["id"]
     if msg_id in report.sent:
         row = receipts.find(rt.conn, msg_id)

@@ -21,12 +21,12 @@ from agentbus_sidecar.cli.common import (
     read_text_arg,
     run,
 )
-from agentbus_sidecar.cli.render import inbox_item, inbox_table, show_envelope, show_outcome
+from agentbus_sidecar.cli.render import inbox_item, print_inbox, show_envelope, show_outcome
 from agentbus_sidecar.clock import server_now, utcnow
 from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, GatewayUnreachable
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox
-from agentbus_sidecar.sync import flush, sync_once
+from agentbus_sidecar.sync import sync_once
 
 Title = Annotated[str | None, typer.Option("--title", help="A title (first message sets it).")]
 Format = Annotated[str | None, typer.Option("--format", help="plain or markdown")]
@@ -109,7 +109,10 @@ def inbox_command(
     def human(out: Console) -> None:
         if note:
             out.print(f"[yellow]offline:[/] {note}; showing the local inbox")
-        out.print(inbox_table(items) if items else "no messages")
+        if items:
+            print_inbox(out, items)
+        else:
+            out.print("no messages")
 
     emit(as_json, {"messages": items, "offline": note}, human)
 
@@ -131,6 +134,8 @@ def read_command(
                 return inbox.envelope_of(row), acked
             if row is not None:
                 raise GatewayUnreachable(rt.creds.gateway_url, "its transport ack is still pending")
+            if (queued := outbox.queued_envelope(rt.conn, msg_id)) is not None:
+                return queued, False
             remote = await rt.session.call(rt.client.get_message, msg_id, True)
             return remote.get("envelope") or remote, False
 
@@ -205,8 +210,6 @@ def outbox_command(
                 if outbox.queued_envelope(rt.conn, drop) is None:
                     fail(f"no queued send {drop}", EXIT_FAILED, as_json)
                 outbox.delete(rt.conn, drop)
-            else:
-                await flush(rt)
             return [
                 {
                     "id": r["id"],

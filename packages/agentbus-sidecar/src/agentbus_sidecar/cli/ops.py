@@ -15,7 +15,7 @@ from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.doctor import run_checks
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.runtime import open_runtime
-from agentbus_sidecar.store import inbox, receipts, state_db_path
+from agentbus_sidecar.store import inbox, outbox, receipts, state_db_path
 from agentbus_sidecar.sync import hold_run_lock, sync_once
 from agentbus_sidecar.sync import run as run_loop
 
@@ -40,6 +40,23 @@ def trace(
                     "stream_seq": row["stream_seq"],
                     "to": row["to_address"],
                     "events": receipts.events_of(row),
+                }
+            elif (row := outbox.get(rt.conn, ident)) is not None:
+                failed = row["next_attempt_at"] == outbox.PARKED
+                events = [{"event": "queued", "at": row["created_at"]}]
+                if row["last_error"]:
+                    events.append(
+                        {
+                            "event": "failed" if failed else "retrying",
+                            "at": "-",
+                            "detail": row["last_error"],
+                        }
+                    )
+                local = {
+                    "msg_id": ident,
+                    "outbox": True,
+                    "attempts": row["attempts"],
+                    "events": events,
                 }
             elif (row := inbox.get(rt.conn, ident)) is not None:
                 local = {
@@ -78,9 +95,11 @@ def trace(
     def human(out: Console) -> None:
         local, remote = result["local"], result["remote"]
         if local:
-            out.print(f"local ({local.get('receipt') or 'inbox'}):")
+            where = local.get("receipt") or ("outbox" if local.get("outbox") else "inbox")
+            out.print(f"local ({where}):")
             for event in local["events"]:
-                out.print(f"  {event['at']}  {event['event']}")
+                detail = f"  {event['detail']}" if event.get("detail") else ""
+                out.print(f"  {event['at']}  {event['event']}{detail}", markup=False)
         if remote:
             message = remote.get("message") or {}
             out.print(f"gateway ({remote.get('source', '?')}): status {message.get('status')}")

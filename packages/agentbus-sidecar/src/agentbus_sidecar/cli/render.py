@@ -7,13 +7,12 @@ import sqlite3
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from agentbus_sidecar.actions.sending import SendOutcome
 from agentbus_sidecar.cli.common import EXIT_REJECTED, emit, fail
 from agentbus_sidecar.store import inbox
 
-__all__ = ["inbox_item", "inbox_table", "show_envelope", "show_outcome", "summary_line"]
+__all__ = ["inbox_item", "print_inbox", "show_envelope", "show_outcome", "summary_line"]
 
 QUEUED_HINT = (
     "It stays in the outbox and goes out as soon as the gateway is reachable: keep "
@@ -80,20 +79,16 @@ def inbox_item(row: sqlite3.Row) -> dict[str, Any]:
     }
 
 
-def inbox_table(items: list[dict[str, Any]]) -> Table:
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "time", "from", "type", "summary"):
-        table.add_column(column)
+def print_inbox(out: Console, items: list[dict[str, Any]]) -> None:
+    """Two lines per message, ids never cut: a header, then the summary indented."""
     for item in items:
-        flags = (" (late)" if item["out_of_order"] else "") + ("" if item["read_at"] else " *")
-        table.add_row(
-            item["msg_id"] + flags,
-            str(item["time"]),
-            item["from"],
-            item["type"].removeprefix("agentbus.").removesuffix(".v1"),
-            summary_line(item["data"] or {}),
+        mark = " " if item["read_at"] else "*"
+        kind = item["type"].removeprefix("agentbus.").removesuffix(".v1")
+        late = " (arrived late)" if item["out_of_order"] else ""
+        out.print(
+            f"{mark} {item['msg_id']}  {item['time']}  {item['from']}  {kind}{late}", markup=False
         )
-    return table
+        out.print(f"    {summary_line(item['data'] or {})}", markup=False)
 
 
 def show_envelope(out: Console, env: dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "delete",
     "due",
     "enqueue_send",
+    "get",
     "nak_id",
     "park",
     "pending_sends",
@@ -90,6 +91,13 @@ def pending_sends(conn: sqlite3.Connection) -> list[sqlite3.Row]:
     return conn.execute(
         "SELECT * FROM outbox WHERE kind = 'send' AND next_attempt_at < ? ORDER BY id", (PARKED,)
     ).fetchall()
+
+
+def get(conn: sqlite3.Connection, row_id: str) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM outbox WHERE id = ?", (row_id,)
+    ).fetchone()
+    return row
 
 
 def queued_envelope(conn: sqlite3.Connection, msg_id: str) -> dict[str, Any] | None:

@@ -1,0 +1,134 @@
+"""The outbox drain and the sync loop while the gateway is unreachable, and lane selection.
+
+No gateway runs here: these tests cover what the sidecar does on its own. The exchanges with a
+live gateway are listed as end-to-end tests to add in docs/agentbus/sidecar.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from agentbus_sidecar.actions.sending import send_message
+from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
+from agentbus_sidecar.errors import ConfigError
+from agentbus_sidecar.outbound import FlushReport, blocked_recipients, lane_heads
+from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.store import outbox, receipts
+from agentbus_sidecar.sync import flush, hold_run_lock, run, sync_once
+
+PEER = "agent://acme/platform/reviewer"
+OTHER = "agent://acme/platform/tester"
+
+
+async def test_sends_queue_offline_and_back_off(agent: Any) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        outcome = await send_message(rt, PEER, {"text": "hi"})
+        assert outcome.state == "queued"
+        assert "unreachable" in (outcome.detail or "")
+        row = outbox.get(rt.conn, outcome.envelope["id"])
+        assert row is not None
+        assert row["attempts"] == 1
+        backoff = parse_ts(row["next_attempt_at"]) - parse_ts(row["created_at"])
+        assert backoff >= timedelta(milliseconds=500)
+        outbox.record_failure(rt.conn, row["id"], utcnow(), "down", retry_after_s=3600)
+        report = await flush(rt)  # not due: nothing is tried, attempts unchanged
+        assert report.deferred == {}
+        assert report.sent == []
+        assert outbox.get(rt.conn, outcome.envelope["id"])["attempts"] == 2  # type: ignore[index]
+
+
+async def test_queued_acks_back_off_too(agent: Any) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        outbox.put(rt.conn, "ack:msg_x:application", "ack", {"msg_id": "msg_x"}, utcnow())
+        report = await flush(rt)
+        assert report.unreachable is not None
+        row = outbox.get(rt.conn, "ack:msg_x:application")
+        assert row is not None
+        assert row["attempts"] == 1
+        assert "unreachable" in row["last_error"]
+
+
+async def test_a_drain_sends_acks_that_are_not_due_yet(agent: Any) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        now = utcnow()
+        outbox.put(rt.conn, "ack:msg_x:transport", "ack", {"msg_id": "msg_x"}, now)
+        outbox.record_failure(rt.conn, "ack:msg_x:transport", now, "down", retry_after_s=3600)
+        await flush(rt)  # backing off: not tried
+        assert outbox.get(rt.conn, "ack:msg_x:transport")["attempts"] == 1  # type: ignore[index]
+        await flush(rt, drain=True)  # before a pull every queued ack is tried
+        assert outbox.get(rt.conn, "ack:msg_x:transport")["attempts"] == 2  # type: ignore[index]
+
+
+async def test_sync_once_reports_offline_and_keeps_local_work(agent: Any) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        report = await sync_once(rt, wait_s=0)
+        assert report.flush.unreachable is not None
+        assert report.received == []
+
+
+async def test_the_loop_runs_offline_and_stops_when_told(agent: Any) -> None:
+    lines: list[str] = []
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(1.5, stop.set)
+        await asyncio.wait_for(run(rt, stop, wait_s=1, log=lines.append), timeout=10)
+    assert any("receive failed" in line for line in lines)
+
+
+def test_only_one_sidecar_per_agent(tmp_path: Any) -> None:
+    db = tmp_path / "state.db"
+
+    def second_sidecar() -> None:
+        with hold_run_lock(db):
+            pass
+
+    with hold_run_lock(db), pytest.raises(ConfigError, match="already running"):
+        second_sidecar()
+    second_sidecar()  # released on exit
+
+
+def _queue(db: sqlite3.Connection, msg_id: str, recipient: str, conversation: str) -> None:
+    envelope = {"id": msg_id, "recipient": recipient, "conversation": conversation}
+    outbox.enqueue_send(db, envelope, utcnow())
+
+
+def test_one_message_per_lane_is_in_flight(db: sqlite3.Connection) -> None:
+    _queue(db, "msg_1", PEER, "cnv_a")
+    _queue(db, "msg_2", PEER, "cnv_a")
+    _queue(db, "msg_3", PEER, "cnv_b")
+    _queue(db, "msg_4", OTHER, "cnv_a")
+    heads = [row["id"] for row in lane_heads(outbox.pending_sends(db), set())]
+    assert heads == ["msg_1", "msg_3", "msg_4"]
+    outbox.park(db, "msg_1", "AB-3002 recipient_not_found")  # a failed message leaves its lane
+    heads = [row["id"] for row in lane_heads(outbox.pending_sends(db), {OTHER})]
+    assert heads == ["msg_2", "msg_3"]
+
+
+def test_unpublished_receipts_hold_their_recipient(db: sqlite3.Connection) -> None:
+    now = utcnow()
+
+    def accepted(rcp: str, to: str, seq: int | None, age: timedelta) -> None:
+        envelope = {"id": "msg_" + rcp, "recipient": to, "type": "agentbus.message.v1"}
+        at = format_ts(now - age)
+        receipts.record(db, {"id": rcp, "seq": seq}, envelope, queued_at=at, accepted_at=at)
+
+    accepted("rcp_1", PEER, None, timedelta(seconds=5))
+    accepted("rcp_2", OTHER, 12, timedelta(seconds=5))
+    accepted("rcp_3", "agent://acme/platform/old", None, timedelta(hours=25))
+    assert blocked_recipients(db, now) == {PEER}
+    receipts.set_stream_seq(db, "rcp_1", 13, now)
+    assert blocked_recipients(db, now) == set()
+    row = receipts.find(db, "msg_rcp_1")
+    assert row is not None
+    assert [e["event"] for e in receipts.events_of(row)] == ["queued", "accepted", "published"]
+
+
+def test_flush_report_defaults() -> None:
+    report = FlushReport()
+    assert (report.sent, report.failed, report.deferred, report.settled) == ([], {}, {}, 0)
+    assert json.dumps(report.__dict__)
