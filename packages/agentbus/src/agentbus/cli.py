@@ -1,4 +1,4 @@
-"""The ``agentbus-gateway`` command: migrate, schema doc, partitions, and ``admin``."""
+"""The ``agentbus-gateway`` command: serve, migrate, schema doc, partitions, and ``admin``."""
 
 from __future__ import annotations
 
@@ -31,6 +31,28 @@ DatabaseUrl = Annotated[
 def _secret(value: object) -> str | None:
     get = getattr(value, "get_secret_value", None)
     return None if get is None else str(get())
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port [default: 7900].")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Run the gateway (embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and
+    AGENTBUS_NATS_URL name servers)."""
+    from agentbus.gateway.config import GatewaySettings
+    from agentbus.serve import serve as run
+
+    given = {"host": host, "port": port, "workers": workers, "database_url": database_url}
+    settings = GatewaySettings(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]  # pydantic-settings takes field names as keywords
+    raise typer.Exit(run(settings, console.print))
+
+
+def stack_command() -> list[str]:
+    """How ``stack up`` starts the gateway."""
+    return [sys.executable, "-m", "agentbus.cli", "serve"]
 
 
 @app.command()

@@ -1,0 +1,47 @@
+"""The agent's JetStream consumer as delivery needs it: verified (and created if missing) on
+the first fetch of each agent in this process (05 §2.3), and its backlog for
+``pending_estimate``."""
+
+from __future__ import annotations
+
+import nats.errors
+from platformkit.db.scope import tenant_transaction
+
+from agentbus.broker import consumer_name, stream_name
+from agentbus.db import SCOPE
+from agentbus.delivery.service import DeliveryService
+from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.publish import ensure_tenant_stream
+from agentbus.gateway.store.agents import get_agent
+
+
+async def ensure_consumer(svc: DeliveryService, who: AgentPrincipal) -> None:
+    if who.agent_id in svc.ready:
+        return
+    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        agent = await get_agent(conn, who.tenant_id, who.agent_id)
+    if agent is None:
+        return
+    try:
+        await ensure_tenant_stream(svc.gateway, who.tenant_id)
+        await svc.gateway.broker.ensure_consumer(who.tenant_id, agent)
+    except (ConnectionError, TimeoutError, nats.errors.Error) as exc:
+        raise BrokerUnavailable("the agent's consumer cannot be verified") from exc
+    svc.ready.add(who.agent_id)
+
+
+def forget_consumer(svc: DeliveryService, who: AgentPrincipal) -> None:
+    """The consumer vanished (deleted behind our back): verify it again on the next fetch."""
+    svc.ready.discard(who.agent_id)
+
+
+async def pending_estimate(svc: DeliveryService, who: AgentPrincipal) -> int | None:
+    """Messages still waiting in the agent's consumer (JetStream's ``num_pending``)."""
+    try:
+        info = await svc.gateway.broker.js.consumer_info(
+            stream_name(who.tenant_id), consumer_name(who.agent_id)
+        )
+    except Exception:
+        return None
+    return int(info.num_pending or 0)

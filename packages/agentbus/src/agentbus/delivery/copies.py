@@ -1,0 +1,132 @@
+"""What the gateway decides about each pulled copy before handing it out (05 §4 step 3):
+
+- ``triage``: row gone -> term; terminal or already transport-acked -> ack and drop; past
+  ``expires_at`` -> term and ``expired``; else deliver;
+- ``recheck_policy``: the send policy again, with the current policy set: denied -> term and
+  ``discarded`` (event code AB-4004); no decision possible -> nak 60 s;
+- ``load_payloads``: decrypt and check the payload: digest mismatch -> term and dead-letter
+  (``payload_integrity``); object store down -> nak 10 s; tenant key unavailable -> nak 60 s.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from nats.aio.msg import Msg
+from platformkit.db.scope import tenant_transaction
+
+from agentbus.db import SCOPE
+from agentbus.delivery import store
+from agentbus.delivery.domain import PAYLOAD_INTEGRITY, CopyState, Status, Triage, triage
+from agentbus.delivery.service import DeliveryService
+from agentbus.delivery.tokens import parse_ack_subject
+from agentbus.gateway.errors import KeyUnavailable, ObjectStoreUnavailable, PayloadIntegrityFailed
+from agentbus.gateway.policy import AllowAll, PolicyError, SendRequest
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.store.agents import get_agent
+from agentbus.ids import InvalidId, parse_id
+
+Row = dict[str, Any]
+NAK_AFTER_STORE_FAILURE_MS = 10_000
+NAK_AFTER_KEY_FAILURE_MS = 60_000
+NAK_AFTER_POLICY_FAILURE_MS = 60_000
+POLICY_DENIED_AT_DELIVERY = "AB-4004"
+
+
+@dataclass
+class Copy:
+    """One pulled JetStream message and what the gateway decided about it."""
+
+    msg: Msg
+    msg_id: uuid.UUID | None
+    attempt: int
+    stream_seq: int
+    row: Row | None = None
+    verdict: Triage = Triage.GONE
+    data: Any = None
+    settle: str | None = None  # ack, term or nak for copies the gateway drops itself
+    nak_ms: int = 0
+    dlq_reason: str | None = None
+    discard: bool = False
+
+    def drop(self, settle: str, nak_ms: int = 0) -> None:
+        self.verdict, self.settle, self.nak_ms = Triage.GONE, settle, nak_ms
+
+
+def parse_copy(msg: Msg) -> Copy:
+    """InvalidAckToken when the message carries no JetStream ack subject."""
+    subject = parse_ack_subject(msg.reply or "")
+    header = (msg.headers or {}).get("Nats-Msg-Id", "")
+    try:
+        msg_id: uuid.UUID | None = parse_id("msg", header.split(":", 1)[0])
+    except InvalidId:
+        msg_id = None
+    return Copy(msg, msg_id, subject.delivered, subject.stream_seq)
+
+
+async def triage_all(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
+    ids = [c.msg_id for c in copies if c.msg_id is not None]
+    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        rows = await store.load(conn, who.tenant_id, who.agent_id, ids)
+    now = datetime.now(UTC)
+    for copy in copies:
+        copy.row = rows.get(copy.msg_id) if copy.msg_id is not None else None
+        state = None
+        if copy.row is not None:
+            acked = copy.row["transport_acked_at"] is not None
+            state = CopyState(Status(copy.row["status"]), acked, copy.row["expires_at"])
+        copy.verdict = triage(state, now)
+        settles = {Triage.GONE: "term", Triage.DUPLICATE: "ack", Triage.EXPIRED: "term"}
+        copy.settle = settles.get(copy.verdict)
+
+
+def _deliverable(copies: list[Copy]) -> list[tuple[Copy, Row]]:
+    return [(c, c.row) for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
+
+
+async def recheck_policy(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
+    policy, found = svc.gateway.policy, _deliverable(copies)
+    if isinstance(policy, AllowAll) or not found:
+        return
+    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        recipient = await get_agent(conn, who.tenant_id, who.agent_id)
+        senders = {
+            sid: await get_agent(conn, who.tenant_id, sid)
+            for sid in {row["from_agent_id"] for _c, row in found}
+        }
+    for copy, row in found:
+        sender = senders.get(row["from_agent_id"])
+        if recipient is None or sender is None:
+            copy.drop("term")
+            copy.discard = True
+            continue
+        request = SendRequest(
+            tenant_id=who.tenant_id, workspace_id=sender["workspace_id"],
+            sender={k: sender[k] for k in ("id", "address", "workspace_id", "owner_user_id")},
+            recipient=recipient, type=row["type"], capability=row["capability"],
+            conversation_id=row["conversation_id"],
+        )  # fmt: skip
+        try:
+            decision = await policy.decide(request)
+        except PolicyError:
+            copy.drop("nak", NAK_AFTER_POLICY_FAILURE_MS)
+            continue
+        if not decision.allowed:
+            copy.drop("term")
+            copy.discard = True
+
+
+async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
+    for copy, row in _deliverable(copies):
+        try:
+            copy.data = await svc.load_data(who.tenant_id, row)
+        except PayloadIntegrityFailed:
+            copy.drop("term")
+            copy.dlq_reason = PAYLOAD_INTEGRITY
+        except ObjectStoreUnavailable:
+            copy.drop("nak", NAK_AFTER_STORE_FAILURE_MS)
+        except KeyUnavailable:
+            copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)

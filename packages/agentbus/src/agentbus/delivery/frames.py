@@ -1,0 +1,88 @@
+"""The state of one delivery WebSocket and its client frames: credit, serialised writes, the
+credential (refreshed by ``auth`` frames), and settle frames answered as ``result``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic import BaseModel
+from starlette.websockets import WebSocket
+
+from agentbus.delivery import bodies, settle
+from agentbus.delivery.service import DeliveryService
+from agentbus.errors import AgentBusError
+from agentbus.gateway.auth import principal_from_credential
+from agentbus.gateway.bodies import parse_model
+from agentbus.gateway.principals import AgentPrincipal
+
+_MODELS: dict[str, type[BaseModel]] = {
+    "ack": bodies.Acks,
+    "nak": bodies.Naks,
+    "term": bodies.Terms,
+    "read": bodies.Reads,
+}
+_KEYS = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}
+
+
+def problem_of(exc: AgentBusError) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": exc.type_uri, "title": exc.title, "status": exc.status, "code": exc.code,
+    }  # fmt: skip
+    if exc.detail:
+        body["detail"] = exc.detail
+    return body | exc.data
+
+
+class Session:
+    def __init__(self, ws: WebSocket, svc: DeliveryService, who: AgentPrincipal) -> None:
+        self.ws, self.svc, self.who = ws, svc, who
+        self.credit = 0
+        self.credit_available = asyncio.Event()
+        self.close_code = 1000
+        self._write = asyncio.Lock()
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        async with self._write:
+            await self.ws.send_json(frame)
+
+    def grant(self, n: int) -> None:
+        self.credit += n
+        if self.credit > 0:
+            self.credit_available.set()
+
+    def take(self, n: int) -> None:
+        self.credit = max(0, self.credit - n)
+        if self.credit == 0:
+            self.credit_available.clear()
+
+    async def reauthenticate(self, frame: dict[str, Any]) -> bool:
+        """Swap in a refreshed credential of the same agent; False closes with 4401."""
+        try:
+            who = await principal_from_credential(self.svc.gateway, str(frame.get("token")))
+        except AgentBusError:
+            self.close_code = 4401
+            return False
+        if (who.tenant_id, who.agent_id) != (self.who.tenant_id, self.who.agent_id):
+            self.close_code = 4401
+            return False
+        self.who = who
+        await self.send({"type": "result", "for": frame.get("id"), "results": []})
+        return True
+
+
+async def settle_frame(session: Session, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
+    """Run an ack, nak, term or read frame; its ``result`` frame."""
+    body_doc = {_KEYS[kind]: frame.get(_KEYS[kind])}
+    try:
+        body = parse_model(_MODELS[kind], bodies.dump(body_doc))
+        svc, who = session.svc, session.who
+        if isinstance(body, bodies.Reads):
+            items = [settle.check(svc, who, i, None) for i in bodies.read_items(body)]
+            results = await settle.read(svc, who, items)
+        else:
+            items = bodies.checked_items(svc, who, list(getattr(body, _KEYS[kind])))
+            results = await getattr(settle, kind)(svc, who, items)
+    except AgentBusError as exc:
+        return {"type": "result", "for": frame.get("id"), "problem": problem_of(exc)}
+    return {"type": "result", "for": frame.get("id"), "results": results}

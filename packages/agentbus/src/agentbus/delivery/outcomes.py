@@ -1,0 +1,105 @@
+"""Status changes of one message and their consequences for its task, inside the caller's
+transaction (tenant scope). Shared by the pull, the ack and read handlers, the sweeper and the
+DLQ worker, so each fact is written the same way whoever learns it first.
+
+Each change can note a status notification for the sender (``notices``), which the caller
+publishes after its commit. Task consequences (conventions §4): a transport-acked request
+delivers its task; an expired request expires a task still ``submitted``/``delivered``
+(AB-6010); a dead-lettered request fails its task (AB-6011).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from platformkit.db.scope import Conn
+
+from agentbus.delivery import store
+from agentbus.delivery.domain import Status
+from agentbus.delivery.notices import Notes, note
+from agentbus.tasks import actions as tasks
+from agentbus.tasks.domain import OPEN, REQUEST_TYPE, Event, State
+
+Row = dict[str, Any]
+_UNANSWERED = frozenset({State.SUBMITTED, State.DELIVERED})
+
+
+async def _task_event(
+    conn: Conn, tenant_id: uuid.UUID, row: Row, event: Event, reason: str | None = None
+) -> None:
+    if row["type"] != REQUEST_TYPE:
+        return
+    only = _UNANSWERED if event is Event.EXPIRE else OPEN
+    await tasks.system_event(
+        conn, tenant_id, row["id"], event, by_msg_id=row["id"], reason=reason, only_from=only
+    )
+
+
+async def transport_ack(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, row: Row, notes: Notes | None = None
+) -> bool:
+    """``fetched -> delivered`` and ``transport_acked_at``; False if the message is past that
+    (already delivered, read or terminal)."""
+    if not await store.move(conn, tenant_id, row, Status.DELIVERED):
+        return False
+    note(notes, row, Status.DELIVERED)
+    await store.record(conn, tenant_id, row["id"], agent_id, "transport_ack")
+    await _task_event(conn, tenant_id, row, Event.DELIVERED)
+    return True
+
+
+async def read(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    row: Row,
+    read_at: datetime | None,
+    notes: Notes | None = None,
+) -> bool:
+    """``delivered | fetched -> read``; from ``fetched`` the transport ack is filled in too."""
+    if not await store.move(conn, tenant_id, row, Status.READ, read_at=read_at):
+        return False
+    note(notes, row, Status.READ)
+    await store.record(conn, tenant_id, row["id"], agent_id, "read", at=read_at)
+    if row["status"] == Status.FETCHED:
+        await _task_event(conn, tenant_id, row, Event.DELIVERED)
+    return True
+
+
+async def expire(conn: Conn, tenant_id: uuid.UUID, row: Row, notes: Notes | None = None) -> bool:
+    if not await store.move(conn, tenant_id, row, Status.EXPIRED):
+        return False
+    note(notes, row, Status.EXPIRED)
+    await _task_event(conn, tenant_id, row, Event.EXPIRE, "request expired undelivered")
+    return True
+
+
+async def dead_letter(
+    conn: Conn, tenant_id: uuid.UUID, row: Row, reason: str, notes: Notes | None = None
+) -> bool:
+    """``accepted | fetched -> dead_lettered`` with ``delivery_state.dlq_reason``."""
+    if not await store.move(conn, tenant_id, row, Status.DEAD_LETTERED):
+        return False
+    note(notes, row, Status.DEAD_LETTERED)
+    if row["to_agent_id"] is not None:
+        await store.record(
+            conn, tenant_id, row["id"], row["to_agent_id"], "dead_letter", reason=reason
+        )
+    await _task_event(conn, tenant_id, row, Event.DEAD_LETTER, reason)
+    return True
+
+
+async def discard(conn: Conn, tenant_id: uuid.UUID, row: Row, notes: Notes | None = None) -> bool:
+    """``accepted | fetched -> discarded``: denied by the policy in force at delivery."""
+    if not await store.move(conn, tenant_id, row, Status.DISCARDED):
+        return False
+    note(notes, row, Status.DISCARDED)
+    return True
+
+
+async def nak(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, row: Row, delay_ms: int
+) -> None:
+    await store.record(conn, tenant_id, row["id"], agent_id, "nak", delay_ms=delay_ms)

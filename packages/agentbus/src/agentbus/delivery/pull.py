@@ -1,0 +1,144 @@
+"""Handing out deliveries (05-DELIVERY-SEMANTICS.md §4 steps 2-4).
+
+Pull from the agent's consumer; decide about every copy (``copies``: triage, policy re-check,
+payload); then one transaction for the whole pull (``fetched``, attempts, ``last_fetched_at``,
+sequence, and the copies dropped as expired, discarded or dead-lettered); then the settles of
+dropped copies; then the answer, in stream order, each delivery with its ack token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from nats.aio.msg import Msg
+from platformkit.db.scope import tenant_transaction
+
+from agentbus.broker import consumer_name, stream_name
+from agentbus.db import SCOPE
+from agentbus.delivery import jetstream, notices, outcomes, store
+from agentbus.delivery.consumers import ensure_consumer, forget_consumer
+from agentbus.delivery.copies import (
+    Copy,
+    load_payloads,
+    parse_copy,
+    recheck_policy,
+    triage_all,
+)
+from agentbus.delivery.domain import Triage
+from agentbus.delivery.notices import Notes
+from agentbus.delivery.service import DeliveryService, nats_client
+from agentbus.delivery.tokens import InvalidAckToken
+from agentbus.delivery.views import delivery_view
+from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.principals import AgentPrincipal
+
+log = logging.getLogger(__name__)
+
+Row = dict[str, Any]
+
+
+async def fetch(
+    svc: DeliveryService,
+    who: AgentPrincipal,
+    *,
+    wait_s: float,
+    max_items: int,
+    max_bytes: int,
+    stop: asyncio.Event | None = None,
+) -> list[dict[str, Any]]:
+    """Deliveries for ``who``: the long-poll's and the WebSocket's one way to pull."""
+    nc = nats_client(svc.gateway.broker)
+    pulled: list[Msg] = []
+    for retry in (False, True):
+        await ensure_consumer(svc, who)
+        try:
+            pulled = await jetstream.pull(
+                nc, stream_name(who.tenant_id), consumer_name(who.agent_id),
+                batch=max_items, max_bytes=max_bytes, wait_s=wait_s, stop=stop,
+            )  # fmt: skip
+            break
+        except jetstream.ConsumerMissing as exc:
+            forget_consumer(svc, who)
+            if retry:
+                raise BrokerUnavailable("the agent's consumer is missing") from exc
+    copies = []
+    for msg in pulled:
+        try:
+            copies.append(parse_copy(msg))
+        except InvalidAckToken:
+            log.warning("pulled a message without a JetStream ack subject: %r", msg.reply)
+    if not copies:
+        return []
+    await triage_all(svc, who, copies)
+    await recheck_policy(svc, who, copies)
+    await load_payloads(svc, who, copies)
+    keys = await _commit(svc, who, copies)
+    answer = _answer(svc, who, copies, keys, max_bytes)
+    for copy in copies:
+        if copy.settle is not None and copy.msg.reply:
+            await jetstream.settle_quietly(nc, copy.msg.reply, copy.settle, copy.nak_ms)
+    return answer
+
+
+async def _commit(
+    svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]
+) -> dict[uuid.UUID, Row]:
+    """One transaction for the pull; returns the sender keys of the deliveries."""
+    handed = [c for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
+    notes: Notes = []
+    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        for copy in copies:
+            row = copy.row
+            if row is None:
+                continue
+            if copy.verdict is Triage.EXPIRED:
+                await outcomes.expire(conn, who.tenant_id, row, notes)
+            elif copy.discard:
+                await outcomes.discard(conn, who.tenant_id, row, notes)
+            elif copy.dlq_reason is not None:
+                await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
+            elif copy.settle == "nak":
+                await outcomes.nak(conn, who.tenant_id, who.agent_id, row, copy.nak_ms)
+        moved = await store.mark_fetched(
+            conn, who.tenant_id, who.agent_id,
+            [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
+             for c in handed if (row := c.row) is not None],
+        )  # fmt: skip
+        keys = await store.sender_keys(
+            conn, who.tenant_id, [c.row["signing_key_id"] for c in handed if c.row is not None]
+        )
+    await notices.publish(svc.gateway.broker, notes)
+    for copy in handed:
+        if copy.msg_id not in moved:  # terminal meanwhile (sweeper, term): drop it after all
+            copy.drop("ack")
+    return keys
+
+
+def _answer(
+    svc: DeliveryService,
+    who: AgentPrincipal,
+    copies: list[Copy],
+    keys: dict[uuid.UUID, Row],
+    max_bytes: int,
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    size = 0
+    for copy in sorted(copies, key=lambda c: c.stream_seq):
+        if copy.verdict is not Triage.DELIVER or copy.row is None or copy.msg_id is None:
+            continue
+        envelope = json.loads(copy.msg.data)
+        envelope["data"] = copy.data
+        token = svc.tokens.mint(who.tenant_id, who.agent_id, copy.msg_id, copy.msg.reply or "")
+        item = delivery_view(copy.row, copy.attempt, copy.stream_seq, token, envelope, keys)
+        item_size = len(json.dumps(item))
+        if out and size + item_size > max_bytes:
+            # Over the response budget: hand it back at once, first in line for the next pull.
+            copy.drop("nak")
+            continue
+        out.append(item)
+        size += item_size
+    return out

@@ -1,0 +1,95 @@
+"""What delivery keeps per gateway process, beside the ``Gateway`` it runs in: the ack-token
+keys, the agents whose consumer this instance has verified, the payload loader, and the
+registry of open delivery connections (one per agent: a newer one replaces the older, on any
+instance, through a core NATS subject outside every tenant stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from starlette.requests import HTTPConnection
+
+from agentbus.broker import Broker
+from agentbus.delivery.tokens import AckTokens
+from agentbus.gateway.context import Gateway, get_gateway
+from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.payloads import load_payload
+
+Row = dict[str, Any]
+PayloadLoader = Callable[[uuid.UUID, Row], Awaitable[Any]]
+"""(tenant id, messages row) -> the decrypted, digest-checked ``data``."""
+
+
+def nats_client(broker: Broker) -> Client:
+    """The broker's connection (delivery pulls and settles on it); AB-9003 while it is down."""
+    nc: Client | None = getattr(broker, "nc", None) or getattr(broker, "_nc", None)
+    if nc is None or not nc.is_connected:
+        raise BrokerUnavailable("NATS is not connected; retry with backoff")
+    return nc
+
+
+def connection_subject(tenant_id: uuid.UUID, agent_id: uuid.UUID) -> str:
+    """Announcements of new delivery connections; core NATS, outside ``t.<tenant>.>``."""
+    return f"agentbus.delivery.connections.{tenant_id.hex}.{agent_id.hex}"
+
+
+@dataclass
+class Connection:
+    """One open long-poll or WebSocket; ``replaced`` is set when a newer one announces itself."""
+
+    id: str
+    replaced: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class DeliveryService:
+    gateway: Gateway
+    tokens: AckTokens
+    load_data: PayloadLoader
+    ready: set[uuid.UUID] = field(default_factory=set)
+
+    @contextlib.asynccontextmanager
+    async def connection(self, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> Any:
+        """Announce a new delivery connection and watch for a newer one."""
+        nc = nats_client(self.gateway.broker)
+        conn = Connection(uuid.uuid4().hex)
+        subject = connection_subject(tenant_id, agent_id)
+
+        async def on_announce(msg: Msg) -> None:
+            if msg.data.decode() != conn.id:
+                conn.replaced.set()
+
+        sub: Subscription = await nc.subscribe(subject, cb=on_announce)
+        try:
+            await nc.publish(subject, conn.id.encode())
+            yield conn
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+
+def service_of(conn: HTTPConnection) -> DeliveryService:
+    """The app's delivery service, created on first use from its ``Gateway``."""
+    service = getattr(conn.app.state, "delivery", None)
+    if isinstance(service, DeliveryService):
+        return service
+    gw = get_gateway(conn)
+    service = build_service(gw)
+    conn.app.state.delivery = service
+    return service
+
+
+def build_service(gw: Gateway, load_data: PayloadLoader | None = None) -> DeliveryService:
+    async def load(_tenant_id: uuid.UUID, row: Row) -> Any:
+        return await load_payload(gw, row)
+
+    return DeliveryService(gw, AckTokens.from_keyring(gw.keyring), load_data or load)

@@ -1,0 +1,193 @@
+"""Settling deliveries: transport ack, nak, term (refuse) and read (05 §4 step 6, §5, §6.1).
+
+Each batch runs in one transaction that writes PostgreSQL first; JetStream is settled only after
+the commit, so a lost JetStream ack is caught by the next pull's triage (05 §10.3). Per item the
+result is ``ok``, ``already_acked``, ``terminal`` (with the status, never to be presented) or
+``invalid`` (bad id, a token that fails its HMAC or is another agent's, a message not to the
+caller). Acks, naks and reads are idempotent per message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from nats.aio.client import Client
+from platformkit.db.scope import Conn, tenant_transaction
+
+from agentbus.db import SCOPE
+from agentbus.delivery import jetstream, notices, outcomes, store
+from agentbus.delivery.domain import REJECTED_BY_RECIPIENT, TERMINAL, Status, default_nak_delay_ms
+from agentbus.delivery.notices import Notes
+from agentbus.delivery.service import DeliveryService, nats_client
+from agentbus.delivery.tokens import AckSubject, InvalidAckToken
+from agentbus.delivery.views import result
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.ids import InvalidId, parse_id
+
+Row = dict[str, Any]
+Results = list[dict[str, Any]]
+Outcome = tuple[dict[str, Any], str | None]
+_HANDED_OUT = frozenset({Status.ACCEPTED, Status.FETCHED})
+
+
+@dataclass
+class Item:
+    """One ack, nak, term or read of a batch, after its id (and token) was checked."""
+
+    text_id: str
+    msg_id: uuid.UUID | None
+    subject: AckSubject | None = None
+    delay_ms: int | None = None
+    reason: str | None = None
+    read_at: datetime | None = None
+    outcome: str = "read"
+
+
+def check(svc: DeliveryService, who: AgentPrincipal, item: Item, token: Any) -> Item:
+    """Parse the id and, when a token is given, verify it for this agent and message."""
+    try:
+        item.msg_id = parse_id("msg", item.text_id)
+        if token is not None:
+            item.subject = svc.tokens.verify(token, who.tenant_id, who.agent_id, item.msg_id)
+    except (InvalidId, InvalidAckToken):
+        item.msg_id = None
+    return item
+
+
+async def _run(
+    svc: DeliveryService,
+    who: AgentPrincipal,
+    items: list[Item],
+    one: Any,
+) -> tuple[list[dict[str, Any]], list[tuple[str, AckSubject, int]]]:
+    """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item;
+    status notifications are published after the commit."""
+    results: list[dict[str, Any]] = []
+    settles: list[tuple[str, AckSubject, int]] = []
+    notes: Notes = []
+    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        for item in items:
+            row = None
+            if item.msg_id is not None:
+                row = await store.lock(conn, who.tenant_id, who.agent_id, item.msg_id)
+            if row is None:
+                results.append(result(item.text_id, "invalid"))
+                continue
+            outcome, verb = await one(conn, item, row, notes)
+            results.append(outcome)
+            if verb is not None and item.subject is not None:
+                settles.append((verb, item.subject, item.delay_ms or 0))
+    await notices.publish(svc.gateway.broker, notes)
+    return results, settles
+
+
+async def _settle(svc: DeliveryService, settles: list[tuple[str, AckSubject, int]]) -> None:
+    if not settles:
+        return
+    try:
+        nc = nats_client(svc.gateway.broker)
+    except Exception:
+        return  # PostgreSQL holds every fact; AckWait and triage do the rest
+    await asyncio.gather(*(_one_settle(nc, *s) for s in settles), return_exceptions=True)
+
+
+async def _one_settle(nc: Client, verb: str, subject: AckSubject, delay_ms: int) -> None:
+    if verb == "ack":
+        await jetstream.ack(nc, subject.reply)
+    elif verb == "nak":
+        await jetstream.nak(nc, subject.reply, delay_ms)
+    else:
+        await jetstream.term(nc, subject.reply)
+
+
+def _settled(row: Row) -> bool:
+    return Status(row["status"]) not in _HANDED_OUT or row["transport_acked_at"] is not None
+
+
+def _terminal(item: Item, row: Row) -> dict[str, Any] | None:
+    status = Status(row["status"])
+    if status in TERMINAL and status is not Status.READ:
+        return result(item.text_id, "terminal", status.value)
+    return None
+
+
+async def ack(svc: DeliveryService, who: AgentPrincipal, items: list[Item]) -> Results:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+        if item.subject is None:
+            return result(item.text_id, "invalid"), None
+        if (done := _terminal(item, row)) is not None:
+            return done, "ack"  # no longer deliverable: drop the copy
+        if _settled(row):
+            return result(item.text_id, "already_acked", row["status"]), "ack"
+        if await outcomes.transport_ack(conn, who.tenant_id, who.agent_id, row, notes):
+            return result(item.text_id, "ok", Status.DELIVERED.value), "ack"
+        return result(item.text_id, "terminal", row["status"]), "ack"
+
+    results, settles = await _run(svc, who, items, one)
+    await _settle(svc, settles)
+    return results
+
+
+async def nak(svc: DeliveryService, who: AgentPrincipal, items: list[Item]) -> Results:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+        if item.subject is None:
+            return result(item.text_id, "invalid"), None
+        if (done := _terminal(item, row)) is not None:
+            return done, "ack"
+        if _settled(row):
+            return result(item.text_id, "already_acked", row["status"]), None
+        if item.delay_ms is None:
+            item.delay_ms = default_nak_delay_ms(item.subject.delivered)
+        await outcomes.nak(conn, who.tenant_id, who.agent_id, row, item.delay_ms)
+        return result(item.text_id, "ok", row["status"]), "nak"
+
+    results, settles = await _run(svc, who, items, one)
+    await _settle(svc, settles)
+    return results
+
+
+async def term(
+    svc: DeliveryService, who: AgentPrincipal, items: list[Item]
+) -> list[dict[str, Any]]:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+        if item.subject is None:
+            return result(item.text_id, "invalid"), None
+        if (done := _terminal(item, row)) is not None:
+            return done, "term"
+        if _settled(row):
+            return result(item.text_id, "already_acked", row["status"]), None
+        reason = f"{REJECTED_BY_RECIPIENT}{item.reason}"
+        if await outcomes.dead_letter(conn, who.tenant_id, row, reason, notes):
+            return result(item.text_id, "ok", Status.DEAD_LETTERED.value), "term"
+        return result(item.text_id, "terminal", row["status"]), "term"
+
+    results, settles = await _run(svc, who, items, one)
+    await _settle(svc, settles)
+    return results
+
+
+async def read(
+    svc: DeliveryService, who: AgentPrincipal, items: list[Item]
+) -> list[dict[str, Any]]:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+        status = Status(row["status"])
+        wanted = Status.EXPIRED if item.outcome == "expired" else Status.READ
+        if status is wanted or (status is Status.READ and wanted is Status.EXPIRED):
+            return result(item.text_id, "already_acked", status.value), None
+        if status in TERMINAL:
+            return result(item.text_id, "terminal", status.value), None
+        if status is Status.ACCEPTED:  # never handed out: nothing the agent could have read
+            return result(item.text_id, "invalid"), None
+        if wanted is Status.READ:
+            moved = await outcomes.read(conn, who.tenant_id, who.agent_id, row, item.read_at, notes)
+        else:
+            moved = await outcomes.expire(conn, who.tenant_id, row, notes)
+        outcome = "ok" if moved else "terminal"
+        return result(item.text_id, outcome, wanted.value if moved else status.value), None
+
+    results, _ = await _run(svc, who, items, one)
+    return results

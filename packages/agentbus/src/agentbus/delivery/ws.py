@@ -1,0 +1,162 @@
+"""``GET /v1/inbox/ws`` (04-API-SPEC.md §5.2): deliveries pushed against credit.
+
+Frames are JSON text. The server says ``hello``, then sends one ``delivery`` per unit of
+``credit`` the client granted; ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies
+of §5.3-5.6 and are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a
+refreshed credential of the same agent; ``ping``/``pong`` every 20 s. Close codes: 4400 bad
+frame, 4401 credential invalid or expired, 4403 agent disabled or tenant suspended, 4002
+replaced by a newer connection. ``status`` frames report what became of messages this agent
+sent (``delivery.notices``). Deliveries pulled but never written to the socket are naked
+with no delay, so they need not wait for AckWait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from agentbus.delivery import jetstream, pull
+from agentbus.delivery.domain import ACK_WAIT_S, DEFAULT_WAIT_S, MAX_BATCH, MAX_BYTES, MAX_DELIVER
+from agentbus.delivery.frames import Session, problem_of, settle_frame
+from agentbus.delivery.notices import status_subject
+from agentbus.delivery.service import nats_client, service_of
+from agentbus.errors import AgentBusError
+from agentbus.gateway.auth import bearer_of, principal_from_credential
+from agentbus.gateway.context import get_gateway
+from agentbus.gateway.wire import format_ts
+from agentbus.ids import parse_id
+
+SUBPROTOCOL = "agentbus.v1"
+PING_EVERY_S = 20.0
+
+
+async def inbox_socket(ws: WebSocket) -> None:
+    subprotocol = SUBPROTOCOL if SUBPROTOCOL in ws.scope.get("subprotocols", []) else None
+    await ws.accept(subprotocol=subprotocol)
+    gw = get_gateway(ws)
+    try:
+        who = await principal_from_credential(gw, bearer_of(ws))
+        if "receive" not in who.scopes:
+            raise PermissionError("the credential lacks the receive scope")
+    except (AgentBusError, PermissionError) as exc:
+        status = getattr(exc, "status", 403)
+        await ws.close(4401 if status == 401 else 4403)
+        return
+    svc = service_of(ws)
+    async with svc.connection(who.tenant_id, who.agent_id) as conn:
+        session = Session(ws, svc, who)
+        await session.send({
+            "type": "hello", "connection_id": conn.id, "ack_wait_ms": ACK_WAIT_S * 1000,
+            "max_deliver": MAX_DELIVER, "server_time": format_ts(datetime.now(UTC)),
+        })  # fmt: skip
+        statuses = await _forward_statuses(session)
+        tasks = [
+            asyncio.create_task(_receive(session)),
+            asyncio.create_task(_pump(session, conn.replaced)),
+            asyncio.create_task(_ping(session)),
+            asyncio.create_task(_watch(session, conn.replaced)),
+        ]
+        _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            await statuses.unsubscribe()
+        with contextlib.suppress(Exception):
+            await ws.close(session.close_code)
+
+
+async def _forward_statuses(session: Session) -> Subscription:
+    """``status`` frames for messages this agent sent, from any gateway instance."""
+    nc = nats_client(session.svc.gateway.broker)
+
+    async def on_status(msg: Msg) -> None:
+        with contextlib.suppress(Exception):
+            await session.send(json.loads(msg.data))
+
+    return await nc.subscribe(
+        status_subject(session.who.tenant_id, session.who.agent_id), cb=on_status
+    )
+
+
+async def _receive(session: Session) -> None:
+    """Client frames until the socket closes or a frame is bad (4400)."""
+    while True:
+        try:
+            frame = json.loads(await session.ws.receive_text())
+        except WebSocketDisconnect:
+            return
+        except (ValueError, KeyError):
+            session.close_code = 4400
+            return
+        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+            session.close_code = 4400
+            return
+        kind = frame["type"]
+        if kind == "credit" and isinstance(frame.get("n"), int) and frame["n"] >= 0:
+            session.grant(frame["n"])
+        elif kind in ("ack", "nak", "term", "read"):
+            await session.send(await settle_frame(session, kind, frame))
+        elif kind == "auth":
+            if not await session.reauthenticate(frame):
+                return
+        elif kind == "ping":
+            await session.send({"type": "pong", "id": frame.get("id")})
+        elif kind != "pong":
+            session.close_code = 4400
+            return
+
+
+async def _pump(session: Session, replaced: asyncio.Event) -> None:
+    """Pull while there is credit; write each delivery; nak what could not be written."""
+    while True:
+        await session.credit_available.wait()
+        try:
+            batch = await pull.fetch(
+                session.svc, session.who, wait_s=DEFAULT_WAIT_S,
+                max_items=min(session.credit, MAX_BATCH), max_bytes=MAX_BYTES, stop=replaced,
+            )  # fmt: skip
+        except AgentBusError as exc:
+            await session.send({"type": "result", "for": None, "problem": problem_of(exc)})
+            await asyncio.sleep(1.0)
+            continue
+        for index, delivery in enumerate(batch):
+            try:
+                await session.send({"type": "delivery", **delivery})
+            except Exception:
+                await _hand_back(session, batch[index:])
+                raise
+            session.take(1)
+
+
+async def _hand_back(session: Session, unsent: list[dict[str, Any]]) -> None:
+    nc = nats_client(session.svc.gateway.broker)
+    for delivery in unsent:
+        with contextlib.suppress(Exception):
+            subject = session.svc.tokens.verify(
+                delivery["ack_token"], session.who.tenant_id, session.who.agent_id,
+                parse_id("msg", delivery["msg_id"]),
+            )  # fmt: skip
+            await jetstream.nak(nc, subject.reply, 0)
+
+
+async def _ping(session: Session) -> None:
+    while True:
+        await asyncio.sleep(PING_EVERY_S)
+        if session.who.credential_expires_at < time.time():
+            session.close_code = 4401  # expired without an ``auth`` frame
+            return
+        await session.send({"type": "ping"})
+
+
+async def _watch(session: Session, replaced: asyncio.Event) -> None:
+    await replaced.wait()
+    session.close_code = 4002

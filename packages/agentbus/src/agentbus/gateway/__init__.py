@@ -1,0 +1,1 @@
+"""The gateway service: app, authentication, registration, send path, receipts, reconciler."""

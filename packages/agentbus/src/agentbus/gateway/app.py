@@ -1,0 +1,118 @@
+"""The gateway's ASGI application: agent hot paths as plain routes, the rest as FastAPI routes
+(including the delivery and task routers), the kernel's middleware, errors, health and metrics.
+
+The lifespan opens what a ``Gateway`` holds: the app-role pool (RLS applies), the deployment
+keyring, the signing keys (creating the first one through the owner path if there is none),
+the NATS connection (in the background: sends work while NATS is away), the object store, and,
+when ``background`` is on, the reconciler and partition loops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import psycopg
+from fastapi import FastAPI
+from platformkit import http as http_kernel
+from platformkit.jobs import LeaderLoop
+
+from agentbus import db
+from agentbus.broker import Broker
+from agentbus.controllers.partitions import partitions_loop
+from agentbus.delivery import api as delivery_api
+from agentbus.gateway import api, api_send
+from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.objectstore import open_object_store
+from agentbus.gateway.reconciler import reconciler_loop
+from agentbus.gateway.signing import SigningKeys, ensure_signing_key
+from agentbus.keys import load_or_create_keyring
+from agentbus.tasks import api as tasks_api
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+
+
+def _secret(value: object) -> str | None:
+    get = getattr(value, "get_secret_value", None)
+    return None if get is None else str(get())
+
+
+def nats_url_of(settings: GatewaySettings) -> str:
+    return settings.nats_url or f"nats://127.0.0.1:{settings.nats_port}"
+
+
+async def open_gateway(settings: GatewaySettings) -> Gateway:
+    admin_url = db.resolve_admin_url(_secret(settings.database_url))
+    keyring = load_or_create_keyring(settings.resolved_keyring_path)
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as admin:
+        created = await ensure_signing_key(admin, keyring)
+    if created:
+        log.info("created platform signing key %s", created)
+    pool = await db.open_app_pool(admin_url, _secret(settings.app_password))
+    signing = SigningKeys(keyring)
+    await signing.refresh(pool)
+    broker = Broker(
+        nats_url_of(settings),
+        replicas=settings.stream_replicas,
+        publish_timeout=settings.publish_timeout_s,
+    )
+    await broker.start(wait=3.0)
+    objects = open_object_store(settings.object_store_url, settings.objects_dir)
+    return Gateway(settings, pool, keyring, broker, objects, signing)
+
+
+async def close_gateway(gw: Gateway) -> None:
+    await gw.broker.close()
+    await gw.pool.close()
+
+
+def create_app(settings: GatewaySettings | None = None) -> FastAPI:
+    settings = settings or GatewaySettings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gw = await open_gateway(settings)
+        app.state.gateway = gw
+        loops: list[LeaderLoop] = []
+        if settings.background:
+            loops = [reconciler_loop(gw), partitions_loop(gw.pool)]
+            for loop in loops:
+                await loop.start()
+        try:
+            yield
+        finally:
+            for loop in loops:
+                with contextlib.suppress(Exception):
+                    await loop.stop()
+            await close_gateway(gw)
+
+    app = FastAPI(
+        title="AgentBus gateway",
+        version=VERSION,
+        lifespan=lifespan,
+        openapi_url="/v1/openapi.json",
+        docs_url=None,  # the interactive pages load scripts from a CDN; the schema is enough
+        redoc_url=None,
+        responses=http_kernel.problem_responses("4XX", "5XX"),
+    )
+    app.router.routes.extend(api_send.routes)
+    app.include_router(api.router)
+    app.include_router(delivery_api.router)
+    app.include_router(tasks_api.router)
+    http_kernel.install(
+        app,
+        readiness_checks={
+            "database": http_kernel.pool_check(lambda: app.state.gateway.pool),
+            "broker": lambda: _broker_ready(app),
+        },
+    )
+    return app
+
+
+async def _broker_ready(app: FastAPI) -> bool:
+    gateway: Gateway = app.state.gateway
+    return gateway.broker.connected

@@ -1,0 +1,130 @@
+"""Authentication of gateway requests (04-API-SPEC §1.2).
+
+- ``authenticate_token`` / ``require_token(scope)``: an integration token as Bearer
+  (AB-1001..1004, AB-1013; AB-1007 without the scope).
+- ``authenticate_agent`` / ``require_agent(scope)``: an agent credential as Bearer: the JWT
+  (AB-1005, AB-1006), then the agent's current state: not disabled or deleted (AB-1014), tenant
+  active (AB-1013), originating token neither revoked (AB-1003) nor expired (AB-1004); AB-1007
+  without the scope. Returns an ``AgentPrincipal``.
+
+``require_*`` are FastAPI dependencies; plain Starlette routes call ``authenticate_*`` directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+from starlette.requests import HTTPConnection
+
+from agentbus.errors import (
+    InsufficientScope,
+    TenantSuspended,
+    TokenExpired,
+    TokenRevoked,
+    Unauthenticated,
+)
+from agentbus.gateway import credentials
+from agentbus.gateway.context import Gateway, get_gateway
+from agentbus.gateway.errors import AgentDisabled, CredentialInvalid
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
+
+__all__ = [
+    "AgentPrincipal",
+    "authenticate_agent",
+    "authenticate_token",
+    "bearer_of",
+    "principal_from_credential",
+    "require_agent",
+    "require_token",
+]
+
+
+def bearer_of(conn: HTTPConnection) -> str:
+    """The Bearer value of ``Authorization``; AB-1001 when absent or malformed."""
+    header = conn.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip() or " " in value.strip():
+        raise Unauthenticated("send Authorization: Bearer <token>")
+    return value.strip()
+
+
+def _client_ip(conn: HTTPConnection) -> str | None:
+    return conn.client.host if conn.client else None
+
+
+async def authenticate_token(
+    gw: Gateway, conn: HTTPConnection, scope: str | None = None
+) -> VerifiedToken:
+    token = await verify_integration_token(gw.pool, bearer_of(conn), ip=_client_ip(conn))
+    if scope is not None and scope not in token.scopes:
+        raise InsufficientScope(f"the token lacks the {scope!r} scope", scope=scope)
+    return token
+
+
+async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:
+    """Verify an agent JWT and the agent's current state (no scope check)."""
+    if token.startswith("ab_"):
+        raise CredentialInvalid("this route takes an agent credential, not an integration token")
+    try:
+        claims = credentials.decode(gw.signing, token)
+    except CredentialInvalid:
+        # Another instance may have created a signing key since this one last looked.
+        if gw.signing.public.get(credentials.kid_of(token)) is not None:
+            raise
+        await gw.signing.refresh(gw.pool)
+        claims = credentials.decode(gw.signing, token)
+    state = await gw.principals.state(gw.pool, claims.tenant_id, claims.agent_id, claims.token_id)
+    if (
+        state is None
+        or state["deleted_at"] is not None
+        or state["status"] in ("disabled", "deleted")
+    ):
+        raise AgentDisabled("the agent is disabled or deleted")
+    if state["tenant_status"] != "active":
+        raise TenantSuspended(tenant_status=state["tenant_status"])
+    if state["token_id"] is None or state["token_revoked_at"] is not None:
+        raise TokenRevoked("the integration token behind this credential was revoked")
+    expires = state["token_expires_at"]
+    if expires is not None and expires <= datetime.now(UTC):
+        raise TokenExpired("the integration token behind this credential has expired")
+    return AgentPrincipal(
+        tenant_id=claims.tenant_id,
+        workspace_id=state["workspace_id"],
+        agent_id=claims.agent_id,
+        key_id=claims.key_id,
+        token_id=claims.token_id,
+        scopes=claims.scopes,
+        address=state["address"],
+        owner_user_id=state["owner_user_id"],
+        visibility=state["visibility"],
+        credential_expires_at=claims.expires_at,
+    )
+
+
+async def authenticate_agent(
+    gw: Gateway, conn: HTTPConnection, scope: str | None = None
+) -> AgentPrincipal:
+    principal = await principal_from_credential(gw, bearer_of(conn))
+    if scope is not None and scope not in principal.scopes:
+        raise InsufficientScope(f"the credential lacks the {scope!r} scope", scope=scope)
+    return principal
+
+
+def require_agent(
+    scope: str | None = None,
+) -> Callable[[HTTPConnection], Awaitable[AgentPrincipal]]:
+    """FastAPI dependency: ``Annotated[AgentPrincipal, Depends(require_agent("receive"))]``."""
+
+    async def dependency(conn: HTTPConnection) -> AgentPrincipal:
+        return await authenticate_agent(get_gateway(conn), conn, scope)
+
+    return dependency
+
+
+def require_token(scope: str | None = None) -> Callable[[HTTPConnection], Awaitable[VerifiedToken]]:
+    async def dependency(conn: HTTPConnection) -> VerifiedToken:
+        return await authenticate_token(get_gateway(conn), conn, scope)
+
+    return dependency

@@ -1,0 +1,56 @@
+"""Request bodies of the JSON routes: size cap, JSON, then a pydantic model, every failure an
+AB code (AB-5002 over the cap, AB-8001 otherwise, with JSON Pointers in ``errors``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from starlette.requests import Request
+
+from agentbus.errors import RequestInvalid
+from agentbus.gateway.errors import RequestTooLarge
+
+MANAGEMENT_BODY_MAX = 65536
+
+
+class Body(BaseModel):
+    """Base of request bodies: unknown members are refused, never ignored."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+async def read_capped(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestTooLarge(f"the body is over {limit} bytes", limit=limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestTooLarge(f"the body is over {limit} bytes", limit=limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _pointer(loc: tuple[Any, ...]) -> str:
+    return "/" + "/".join(str(part) for part in loc)
+
+
+def parse_model[M: BaseModel](model: type[M], raw: bytes) -> M:
+    try:
+        data = json.loads(raw or b"{}")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RequestInvalid("the body is not JSON") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = [{"pointer": _pointer(e["loc"]), "reason": e["msg"]} for e in exc.errors()]
+        raise RequestInvalid(f"{len(errors)} invalid field(s)", errors=errors) from None
+
+
+async def read_model[M: BaseModel](
+    request: Request, model: type[M], limit: int = MANAGEMENT_BODY_MAX
+) -> M:
+    return parse_model(model, await read_capped(request, limit))

@@ -1,0 +1,59 @@
+"""The gateway's settings: the admin tree of ``agentbus.settings`` plus serving, NATS, the object
+store and the background loops. Environment names follow the field (``AGENTBUS_PORT``...);
+``AGENTBUS_NATS_URL`` falls back to ``PLATFORMKIT_NATS_URL``, which ``stack up`` sets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import SettingsConfigDict
+
+from agentbus.settings import Settings
+
+DEFAULT_PORT = 7900
+DEFAULT_NATS_PORT = 44222
+
+
+class GatewaySettings(Settings):
+    model_config = SettingsConfigDict(populate_by_name=True)
+
+    host: str = Field("127.0.0.1", description="Address the HTTP server listens on.")
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535, description="HTTP port of the gateway.")
+    workers: int = Field(1, ge=1, le=64, description="granian worker processes.")
+    nats_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("AGENTBUS_NATS_URL", "PLATFORMKIT_NATS_URL"),
+        description="NATS server with JetStream; unset starts the embedded one on nats_port.",
+    )
+    nats_port: int = Field(
+        DEFAULT_NATS_PORT, ge=1, le=65535, description="Port of the embedded NATS server."
+    )
+    stream_replicas: int = Field(
+        1, ge=1, le=5, description="Replicas of each tenant stream (3 in production)."
+    )
+    publish_timeout_s: float = Field(
+        2.0, gt=0, le=30, description="How long a send waits for the JetStream PubAck."
+    )
+    object_store_url: str | None = Field(
+        None,
+        description="Payload store, e.g. s3://bucket/prefix (credentials from the usual AWS_* "
+        "variables); unset keeps objects under <config_dir>/objects.",
+    )
+    reconcile_interval_s: float = Field(
+        10.0, gt=0, description="How often the reconciler looks for unpublished messages."
+    )
+    reconcile_min_age_s: float = Field(
+        10.0, ge=0, description="Unpublished rows younger than this are left to their sender."
+    )
+    reconcile_shards: int = Field(
+        1, ge=1, le=1024, description="Leader shards of the reconciler (tenant hash modulo)."
+    )
+    background: bool = Field(
+        True, description="Run the background loops (reconciler, partitions) in this process."
+    )
+
+    @property
+    def objects_dir(self) -> Path:
+        return self.config_dir / "objects"

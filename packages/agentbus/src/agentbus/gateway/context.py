@@ -1,0 +1,52 @@
+"""What a running gateway holds: the pool, the keyring, the broker, the object store, the
+signing keys, the policy, and the per-instance caches. One ``Gateway`` per process, on
+``app.state.gateway``; routes reach it with ``get_gateway(request)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from platformkit.crypto import Envelope, Keyring
+from platformkit.db.scope import Pool
+from starlette.requests import HTTPConnection
+
+from agentbus.broker import Broker
+from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.objectstore import ObjectStore
+from agentbus.gateway.policy import AllowAll, SendPolicy
+from agentbus.gateway.principals import PrincipalCache
+from agentbus.gateway.proofs import ProofReplayCache
+from agentbus.gateway.signing import SigningKeys
+from agentbus.keys import TenantKeyStore
+
+if TYPE_CHECKING:
+    from agentbus.gateway.hooks import TaskRules
+
+
+@dataclass
+class Gateway:
+    settings: GatewaySettings
+    pool: Pool
+    keyring: Keyring
+    broker: Broker
+    objects: ObjectStore
+    signing: SigningKeys
+    policy: SendPolicy = field(default_factory=AllowAll)
+    task_rules: TaskRules | None = None
+    proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
+    principals: PrincipalCache = field(default_factory=PrincipalCache)
+    crypto: Envelope = field(init=False)
+
+    def __post_init__(self) -> None:
+        # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel.
+        self.crypto = Envelope(self.keyring, TenantKeyStore(self.pool))
+
+
+def get_gateway(conn: HTTPConnection) -> Gateway:
+    """The gateway of the app serving ``conn`` (a Request or a WebSocket)."""
+    gateway = getattr(conn.app.state, "gateway", None)
+    if not isinstance(gateway, Gateway):
+        raise RuntimeError("the gateway is not started (app lifespan not run)")
+    return gateway

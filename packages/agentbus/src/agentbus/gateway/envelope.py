@@ -1,0 +1,199 @@
+"""Envelope parsing and attribute checks: steps 1 and 2 of 04-API-SPEC §4.1, and the signature.
+
+``parse_body`` takes the raw request (media type AB-2017, UTF-8 JSON object without duplicate
+keys or non-finite numbers, AB-2001). ``check_attributes`` applies conventions §3.1: the closed
+attribute set (AB-2004), presence (AB-2002), no nulls and the form of each (AB-2003),
+``specversion`` (AB-2005), the message id (AB-2008..2010). ``verify_signature`` checks Ed25519
+over ``canonical_json`` of the envelope without ``signature`` (conventions §5.2, AB-2011).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from wirekit import canonical_json
+
+from agentbus.gateway import errors as e
+from agentbus.gateway.wire import b64url_decode, format_ts, parse_ts, uuid7_time
+from agentbus.ids import InvalidId, parse_id
+
+SEND_BODY_MAX = 327680
+MEDIA_TYPES = ("application/cloudevents+json", "application/json")
+REQUIRED = (
+    "specversion", "id", "source", "type", "time", "datacontenttype", "dataschema", "recipient",
+    "conversation", "priority", "traceparent", "keyid", "signature", "data",
+)  # fmt: skip
+OPTIONAL = ("subject", "replyto", "correlation", "idempotencykey", "capability", "capabilityver",
+            "expires")  # fmt: skip
+AHEAD, BEHIND = timedelta(minutes=5), timedelta(days=6)
+_TYPE = re.compile(r"^agentbus\.[a-z]+(\.[a-z]+)*\.v[1-9][0-9]*$")
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+_IDEMPOTENCY = re.compile(r"^[\x21-\x7e]{1,200}$")
+_CAPABILITY = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){0,7}$")
+_CAPABILITY_VER = re.compile(r"^[1-9][0-9]{0,5}$")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """An envelope whose attributes are well formed; ``raw`` is exactly what was signed."""
+
+    raw: dict[str, Any]
+    msg_id: uuid.UUID
+    conversation_id: uuid.UUID
+    key_id: uuid.UUID
+    signature: bytes
+    correlation_id: uuid.UUID | None
+    subject_id: uuid.UUID | None
+    expires_at: datetime | None
+
+    def get(self, name: str) -> Any:
+        return self.raw.get(name)
+
+    @property
+    def type(self) -> str:
+        return str(self.raw["type"])
+
+    @property
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = self.raw["data"]
+        return data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise ValueError(f"duplicate key {key!r}")
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media not in MEDIA_TYPES:
+        raise e.ContentTypeUnsupported("send application/cloudevents+json")
+    try:
+        body = json.loads(
+            raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
+        )
+        canonical_json(body)  # lone surrogates and other non-text fail here, not at signing
+    except (ValueError, UnicodeError, TypeError) as exc:
+        raise e.EnvelopeMalformed(f"the body is not a valid JSON envelope: {exc}") from None
+    if not isinstance(body, dict):
+        raise e.EnvelopeMalformed("the envelope is a JSON object")
+    return body
+
+
+def _bad(name: str, reason: str) -> e.AttributeInvalid:
+    return e.AttributeInvalid(
+        f"{name}: {reason}", errors=[{"pointer": f"/{name}", "reason": reason}]
+    )
+
+
+def _id(env: dict[str, Any], name: str, prefix: str, *, v7: bool = False) -> uuid.UUID | None:
+    if name not in env:
+        return None
+    try:
+        return parse_id(prefix, env[name], require_v7=v7)
+    except InvalidId as exc:
+        raise _bad(name, f"not a {prefix}_ id") from exc
+
+
+def _match(env: dict[str, Any], name: str, pattern: re.Pattern[str], max_len: int = 500) -> None:
+    value = env.get(name)
+    if name in env and (
+        not isinstance(value, str) or len(value) > max_len or not pattern.match(value)
+    ):
+        raise _bad(name, "malformed")
+
+
+def check_attributes(env: dict[str, Any], now: datetime) -> Parsed:
+    unknown = sorted(set(env) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise e.AttributeUnknown(f"unknown attributes: {', '.join(unknown)}", attributes=unknown)
+    missing = [name for name in REQUIRED if name not in env]
+    if missing:
+        raise e.AttributeMissing(f"missing attributes: {', '.join(missing)}", attributes=missing)
+    for name, value in env.items():
+        if value is None or (name != "data" and not isinstance(value, str)):
+            raise _bad(name, "must be a string" if value is not None else "may not be null")
+    if env["specversion"] != "1.0":
+        raise e.SpecversionUnsupported("specversion must be 1.0")
+    try:
+        msg_id = parse_id("msg", env["id"], require_v7=True)
+    except InvalidId as exc:
+        raise e.MessageIdInvalid("id must be a msg_ UUIDv7") from exc
+    id_time = uuid7_time(msg_id)
+    if id_time > now + AHEAD:
+        raise e.MessageIdInFuture("the id's time is more than 5 minutes ahead")
+    if id_time < now - BEHIND:
+        raise e.MessageIdStale("the id's time is more than 6 days old")
+    if env["time"] != format_ts(id_time):
+        raise _bad("time", "must equal the id's time")
+    if env["datacontenttype"] != "application/json":
+        raise e.ContentTypeUnsupported("datacontenttype must be application/json")
+    _match(env, "type", _TYPE, 100)
+    if env["priority"] not in ("low", "normal", "high"):
+        raise _bad("priority", "is low, normal or high")
+    trace = _TRACEPARENT.match(env["traceparent"])
+    if trace is None or set(trace.group(1)) == {"0"} or set(trace.group(2)) == {"0"}:
+        raise _bad("traceparent", "malformed W3C trace context")
+    _match(env, "idempotencykey", _IDEMPOTENCY, 200)
+    _match(env, "capability", _CAPABILITY, 100)
+    _match(env, "capabilityver", _CAPABILITY_VER)
+    expires_at = None
+    if "expires" in env:
+        try:
+            expires_at = parse_ts(env["expires"])
+        except ValueError as exc:
+            raise _bad("expires", str(exc)) from None
+    signature = env["signature"]
+    try:
+        sig = b64url_decode(signature)
+    except ValueError:
+        sig = b""
+    if len(signature) != 86 or len(sig) != 64:
+        raise _bad("signature", "86 base64url characters")
+    if not isinstance(env["data"], dict):
+        raise _bad("data", "must be a JSON object")
+    conversation = _id(env, "conversation", "cnv", v7=True)
+    key_id = _id(env, "keyid", "key")
+    assert conversation is not None
+    assert key_id is not None
+    return Parsed(
+        raw=env,
+        msg_id=msg_id,
+        conversation_id=conversation,
+        key_id=key_id,
+        signature=sig,
+        correlation_id=_id(env, "correlation", "msg"),
+        subject_id=_id(env, "subject", "tsk"),
+        expires_at=expires_at,
+    )
+
+
+def signed_bytes(env: dict[str, Any]) -> bytes:
+    return canonical_json({k: v for k, v in env.items() if k != "signature"})
+
+
+def verify_signature(parsed: Parsed, public_key: bytes) -> None:
+    try:
+        Ed25519PublicKey.from_public_bytes(public_key).verify(
+            parsed.signature, signed_bytes(parsed.raw)
+        )
+    except (InvalidSignature, ValueError) as exc:
+        raise e.SignatureInvalid(
+            f"signature does not verify with key {parsed.raw['keyid']}",
+            errors=[{"pointer": "/signature", "reason": "does not verify"}],
+        ) from exc

@@ -1,0 +1,57 @@
+"""Message payloads at rest (data model §4, §5): ``canonical_json(data)`` sealed with the
+tenant's active data key and stored at ``payload_ref``.
+
+Sealing is the kernel's ``Envelope`` over ``tenant_keys`` (AES-256-GCM, random nonce); its
+associated data is the sealed header plus ``canonical_json([tenant_id, "msg_<hex>"])``, i.e.
+the message id and the tenant id, so a ciphertext cannot be moved to another message or tenant.
+The data key version is carried in the ciphertext and stored as ``messages.dek_version``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from platformkit.crypto import DataKeyUnavailableError, DecryptionError, sealed_key_id
+
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.errors import KeyUnavailable, PayloadIntegrityFailed
+from agentbus.gateway.objectstore import payload_key
+from agentbus.ids import format_id
+
+
+async def store_payload(
+    gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
+) -> tuple[str, int]:
+    """Seal and upload; ``(payload_ref, dek_version)``. The key is derived from the id, so a
+    retried upload overwrites the same object (AB-9004, AB-9020 on failure)."""
+    try:
+        sealed = await gw.crypto.encrypt(tenant_id, plaintext, owner=format_id("msg", msg_id))
+    except DataKeyUnavailableError as exc:
+        raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
+    key = payload_key(tenant_id, msg_id)
+    await gw.objects.put(key, sealed)
+    return key, sealed_key_id(sealed)
+
+
+async def load_payload_bytes(gw: Gateway, row: dict[str, Any]) -> bytes:
+    """The plaintext of a ``messages`` row, checked against ``payload_sha256`` (AB-9021)."""
+    sealed = await gw.objects.get(row["payload_ref"])
+    owner = format_id("msg", row["id"])
+    try:
+        plain = await gw.crypto.decrypt(row["tenant_id"], sealed, owner=owner)
+    except DataKeyUnavailableError as exc:
+        raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
+    except DecryptionError as exc:
+        raise PayloadIntegrityFailed(f"payload of {owner} does not decrypt") from exc
+    if hashlib.sha256(plain).digest() != bytes(row["payload_sha256"]):
+        raise PayloadIntegrityFailed(f"payload of {owner} does not match payload_sha256")
+    return plain
+
+
+async def load_payload(gw: Gateway, row: dict[str, Any]) -> dict[str, Any]:
+    """The ``data`` of a ``messages`` row, for re-inlining into its envelope on delivery."""
+    data: dict[str, Any] = json.loads(await load_payload_bytes(gw, row))
+    return data

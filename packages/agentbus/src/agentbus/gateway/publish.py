@@ -1,0 +1,123 @@
+"""Publishing accepted messages to JetStream (05-DELIVERY-SEMANTICS §3 steps 5-6, §12.1).
+
+The NATS copy is the signed envelope with ``data`` replaced by ``{"$ref": payload_ref}``
+(data model §4), rebuilt from the ``messages`` row alone (conventions §3.1), so the send path,
+the replay path, the reconciler and a redrive all publish the same bytes without reading the
+object store. Headers: ``Nats-Msg-Id`` (``msg_<hex>``, or with a redrive suffix),
+``traceparent``, and ``Nats-TTL`` (seconds to ``expires_at``, rounded up, at least 1) when the
+message expires. On PubAck the sequence is written where it is still NULL.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from platformkit.db.scope import tenant_transaction
+from wirekit import canonical_json
+
+from agentbus.db import SCOPE
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.schemas import TASK_LIFECYCLE, TASK_REQUEST
+from agentbus.gateway.store import messages
+from agentbus.gateway.wire import b64url_encode, format_ts, uuid7_time
+from agentbus.ids import format_id
+from agentbus.store import plans, tenants
+
+log = logging.getLogger(__name__)
+
+_OPTIONAL = (
+    ("replyto", "reply_to"),
+    ("idempotencykey", "idempotency_key"),
+    ("capability", "capability"),
+    ("capabilityver", "capability_ver"),
+)
+
+
+def rebuild_envelope(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The envelope the sender signed, from a ``messages`` row (with ``from_address``)."""
+    env: dict[str, Any] = {
+        "specversion": "1.0",
+        "id": format_id("msg", row["id"]),
+        "source": row["from_address"],
+        "type": row["type"],
+        "time": format_ts(uuid7_time(row["id"])),
+        "datacontenttype": "application/json",
+        "dataschema": row["schema_url"],
+        "recipient": row["to_address"],
+        "conversation": format_id("cnv", row["conversation_id"]),
+        "priority": row["priority"],
+        "traceparent": row["traceparent"],
+        "keyid": format_id("key", row["signing_key_id"]),
+        "signature": b64url_encode(bytes(row["sig"])),
+        "data": data,
+    }
+    if row["type"] == TASK_REQUEST:
+        env["subject"] = format_id("tsk", row["id"])
+    elif row["type"] in TASK_LIFECYCLE and row["correlation_id"] is not None:
+        env["subject"] = format_id("tsk", row["correlation_id"])
+    if row["correlation_id"] is not None:
+        env["correlation"] = format_id("msg", row["correlation_id"])
+    for attribute, column in _OPTIONAL:
+        if row[column] is not None:
+            env[attribute] = row[column]
+    if row["expires_at"] is not None:
+        env["expires"] = format_ts(row["expires_at"])
+    return env
+
+
+def nats_body(row: dict[str, Any]) -> bytes:
+    return canonical_json(rebuild_envelope(row, {"$ref": row["payload_ref"]}))
+
+
+def nats_headers(row: dict[str, Any], now: datetime | None = None) -> dict[str, str]:
+    headers = {"traceparent": str(row["traceparent"])}
+    if row["expires_at"] is not None:
+        left = (row["expires_at"] - (now or datetime.now(UTC))).total_seconds()
+        headers["Nats-TTL"] = str(max(1, math.ceil(left)))
+    return headers
+
+
+async def ensure_tenant_stream(gw: Gateway, tenant_id: uuid.UUID) -> None:
+    """The tenant's stream with ``max_age`` = retention and ``max_bytes`` = ``stream_bytes``."""
+    if gw.broker.knows_stream(tenant_id):
+        return
+    async with tenant_transaction(gw.pool, SCOPE, tenant_id) as conn:
+        tenant = await tenants.get_tenant(conn, tenant_id)
+        limits = await plans.effective_limits(conn, tenant_id)
+    if tenant is None:
+        raise LookupError(f"no tenant {tenant_id}")
+    await gw.broker.ensure_stream(
+        tenant_id, retention_days=tenant["retention_days"], max_bytes=limits.get("stream_bytes")
+    )
+
+
+async def publish_message(
+    gw: Gateway, row: dict[str, Any], *, msg_id_header: str | None = None
+) -> int | None:
+    """Publish a committed ``messages`` row (with ``from_address`` and ``to_subject``) and
+    record its sequence; the sequence, or None when JetStream did not confirm (the row then
+    waits for the reconciler). Never call it inside the transaction that inserts the row."""
+    if not gw.broker.connected or row.get("to_subject") is None:
+        return None
+    tenant_id: uuid.UUID = row["tenant_id"]
+    try:
+        await ensure_tenant_stream(gw, tenant_id)
+    except Exception as exc:
+        log.warning("stream of tenant %s not ready: %s", tenant_id, exc)
+        return None
+    ack = await gw.broker.publish(
+        row["to_subject"],
+        nats_body(row),
+        msg_id=msg_id_header or format_id("msg", row["id"]),
+        headers=nats_headers(row),
+    )
+    if ack is None:
+        return None
+    async with tenant_transaction(gw.pool, SCOPE, tenant_id) as conn:
+        await messages.set_stream_seq(conn, tenant_id, row["id"], row["accepted_at"], ack.seq)
+    row["stream_seq"] = row.get("stream_seq") or ack.seq
+    return int(ack.seq)

@@ -1,0 +1,64 @@
+"""Idempotent sends (04-API-SPEC §4.2): the envelope id exists already.
+
+Ed25519 is deterministic, so an equal ``sig`` means the same envelope: answer ``200`` with
+``Idempotent-Replayed: true``. A row still without a sequence is published first (05 §14.2).
+The last receipt is returned when it carries the row's current ``stream_seq``; otherwise (it
+was issued with ``seq: null`` and the message has been published since) a new one is issued.
+Another envelope under the same id is AB-2016.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from platformkit.db.scope import tenant_transaction
+
+from agentbus.db import SCOPE
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.envelope import Parsed
+from agentbus.gateway.errors import MessageIdConflict
+from agentbus.gateway.hooks import SendResult, TaskRules
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.publish import publish_message
+from agentbus.gateway.receipts import find_kid, issue_receipt, receipt_view
+from agentbus.gateway.store import receipts
+from agentbus.gateway.views import ts
+from agentbus.ids import format_id
+
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+async def replay_send(
+    gw: Gateway,
+    principal: AgentPrincipal,
+    env: Parsed,
+    existing: dict[str, Any],
+    rules: TaskRules | None,
+) -> SendResult:
+    if bytes(existing["sig"]) != env.signature:
+        raise MessageIdConflict(f"{env.raw['id']} exists with another envelope")
+    if existing["stream_seq"] is None and existing["status"] == "accepted":
+        await publish_message(gw, existing)
+    tid, msg_id = principal.tenant_id, existing["id"]
+    task: dict[str, Any] | None = None
+    async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
+        seq = existing["stream_seq"]
+        last = await receipts.latest_receipt(conn, tid, msg_id)
+        if last is not None and last["stream_seq"] == seq:
+            receipt = receipt_view(last, find_kid(gw.signing, last))
+        else:
+            receipt = await issue_receipt(conn, gw.signing, tid, msg_id, seq, principal.token_id)
+        if rules is not None:
+            task = await rules.describe(conn, existing)
+    body: dict[str, Any] = {
+        "receipt": receipt,
+        "message": {
+            "id": format_id("msg", msg_id),
+            "status": existing["status"],
+            "conversation": format_id("cnv", existing["conversation_id"]),
+            "accepted_at": ts(existing["accepted_at"]),
+        },
+    }
+    if task is not None:
+        body["task"] = task
+    return SendResult(200, body, replayed=True, headers={REPLAYED_HEADER: "true"})

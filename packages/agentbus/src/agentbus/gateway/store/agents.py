@@ -1,0 +1,142 @@
+"""agents and agent_keys (data model §1.5)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from platformkit.db.scope import Conn
+from psycopg.types.json import Jsonb
+
+Row = dict[str, Any]
+
+COLUMNS = """id, tenant_id, workspace_id, owner_user_id, name, address, display_name, description,
+    capabilities, agent_card, harness::text AS harness, harness_version, mode,
+    visibility::text AS visibility, status::text AS status, nats_consumer, inbox_subject,
+    delivery, last_seen_at, last_host, created_at, updated_at, deleted_at"""
+KEY_COLUMNS = """id, tenant_id, agent_id, public_key, fingerprint, spiffe_id, created_at,
+    expires_at, revoked_at"""
+
+
+async def insert_agent(conn: Conn, tenant_id: uuid.UUID, values: Row) -> Row:
+    """``values`` holds every column but the defaults; json columns are plain Python values."""
+    names = list(values)
+    params = [
+        Jsonb(v) if n in ("capabilities", "agent_card", "delivery") else v
+        for n, v in values.items()
+    ]
+    cur = await conn.execute(
+        f"""INSERT INTO agents (tenant_id, {", ".join(names)})
+            VALUES (%s, {", ".join(["%s"] * len(names))}) RETURNING {COLUMNS}""",
+        [tenant_id, *params],
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def get_agent(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM agents WHERE tenant_id = %s AND id = %s", (tenant_id, agent_id)
+    )
+    return await cur.fetchone()
+
+
+async def agent_by_name(
+    conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID, name: str
+) -> Row | None:
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM agents WHERE tenant_id = %s AND workspace_id = %s AND name = %s",
+        (tenant_id, workspace_id, name),
+    )
+    return await cur.fetchone()
+
+
+async def agent_by_address(conn: Conn, tenant_id: uuid.UUID, address: str) -> Row | None:
+    """A live agent by address (the ``UNIQUE (address)`` index)."""
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM agents
+            WHERE tenant_id = %s AND address = %s AND deleted_at IS NULL""",
+        (tenant_id, address),
+    )
+    return await cur.fetchone()
+
+
+async def count_live_agents(conn: Conn, tenant_id: uuid.UUID) -> int:
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM agents WHERE tenant_id = %s AND deleted_at IS NULL",
+        (tenant_id,),
+    )
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def insert_key(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    *,
+    key_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    public_key: bytes,
+    fingerprint: str,
+    spiffe_id: str,
+    expires_at: datetime,
+) -> Row:
+    cur = await conn.execute(
+        f"""INSERT INTO agent_keys (id, tenant_id, agent_id, public_key, fingerprint, spiffe_id,
+                                    expires_at)
+            VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {KEY_COLUMNS}""",
+        (key_id, tenant_id, agent_id, public_key, fingerprint, spiffe_id, expires_at),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def get_key(conn: Conn, tenant_id: uuid.UUID, key_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        f"SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = %s AND id = %s",
+        (tenant_id, key_id),
+    )
+    return await cur.fetchone()
+
+
+async def key_by_public_key(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, public_key: bytes
+) -> Row | None:
+    cur = await conn.execute(
+        f"""SELECT {KEY_COLUMNS} FROM agent_keys
+            WHERE tenant_id = %s AND agent_id = %s AND public_key = %s""",
+        (tenant_id, agent_id, public_key),
+    )
+    return await cur.fetchone()
+
+
+async def workspace_by_slug(conn: Conn, tenant_id: uuid.UUID, slug: str) -> Row | None:
+    cur = await conn.execute(
+        """SELECT id, tenant_id, slug, deleted_at FROM workspaces
+           WHERE tenant_id = %s AND slug = %s""",
+        (tenant_id, slug),
+    )
+    return await cur.fetchone()
+
+
+async def workspace_role(
+    conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID
+) -> str | None:
+    cur = await conn.execute(
+        """SELECT role::text AS role FROM workspace_memberships
+           WHERE tenant_id = %s AND workspace_id = %s AND user_id = %s""",
+        (tenant_id, workspace_id, user_id),
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row["role"])
+
+
+async def workspace_by_id(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        "SELECT id, tenant_id, slug, deleted_at FROM workspaces WHERE tenant_id = %s AND id = %s",
+        (tenant_id, workspace_id),
+    )
+    return await cur.fetchone()

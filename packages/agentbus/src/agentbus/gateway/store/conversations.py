@@ -1,0 +1,66 @@
+"""conversations (data model §1.6). ``participants``, ``message_count`` and ``last_message_at``
+belong to the ``messages_conversation_stats`` trigger: nothing here writes them."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from platformkit.db.scope import Conn
+
+Row = dict[str, Any]
+
+COLUMNS = """id, tenant_id, workspace_id, started_by, title, participants, message_count,
+    last_message_at, created_at"""
+
+
+async def get_conversation(
+    conn: Conn, tenant_id: uuid.UUID, conversation_id: uuid.UUID, *, lock: bool = False
+) -> Row | None:
+    cur = await conn.execute(
+        f"SELECT {COLUMNS} FROM conversations WHERE tenant_id = %s AND id = %s"
+        + (" FOR UPDATE" if lock else ""),
+        (tenant_id, conversation_id),
+    )
+    return await cur.fetchone()
+
+
+async def insert_conversation(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    *,
+    workspace_id: uuid.UUID,
+    started_by: uuid.UUID,
+    title: str | None,
+) -> bool:
+    """False when the id exists already, in this tenant or (invisibly) in another."""
+    cur = await conn.execute(
+        """INSERT INTO conversations (id, tenant_id, workspace_id, started_by, title)
+           VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
+        (conversation_id, tenant_id, workspace_id, started_by, title),
+    )
+    return cur.rowcount == 1
+
+
+async def list_for_participant(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, *, limit: int
+) -> list[Row]:
+    """Newest ``last_message_at`` first."""
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM conversations
+            WHERE tenant_id = %s AND %s = ANY (participants)
+            ORDER BY last_message_at DESC NULLS LAST, id DESC LIMIT %s""",
+        (tenant_id, agent_id, limit),
+    )
+    return await cur.fetchall()
+
+
+async def addresses_of(
+    conn: Conn, tenant_id: uuid.UUID, agent_ids: list[uuid.UUID]
+) -> dict[uuid.UUID, str]:
+    cur = await conn.execute(
+        "SELECT id, address FROM agents WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, agent_ids),
+    )
+    return {r["id"]: r["address"] for r in await cur.fetchall()}

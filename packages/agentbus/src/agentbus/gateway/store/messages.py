@@ -1,0 +1,112 @@
+"""messages (data model §1.6): envelope metadata; the payload is an encrypted object.
+
+Reads join the sender's address (``from_address``) and the recipient's inbox subject
+(``to_subject``) because every envelope attribute must be
+rebuildable from the row (conventions §3.1). Lookups by id are bounded below by the id's own
+time minus 5 minutes, which lets PostgreSQL prune partitions through ``messages_id_uq``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from platformkit.db.scope import Conn
+from psycopg.types.json import Jsonb
+
+from agentbus.gateway.wire import uuid7_time
+
+Row = dict[str, Any]
+
+SELECT = """SELECT m.*, a.address AS from_address, r.inbox_subject AS to_subject
+    FROM messages m JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.from_agent_id
+    LEFT JOIN agents r ON r.tenant_id = m.tenant_id AND r.id = m.to_agent_id"""
+ID_SLACK = timedelta(minutes=5)
+
+
+async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> Row:
+    names = list(values)
+    params = [Jsonb(v) if n == "budget" and v is not None else v for n, v in values.items()]
+    cur = await conn.execute(
+        f"""INSERT INTO messages (tenant_id, {", ".join(names)})
+            VALUES (%s, {", ".join(["%s"] * len(names))}) RETURNING id, accepted_at""",
+        [tenant_id, *params],
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        f"{SELECT} WHERE m.tenant_id = %s AND m.id = %s AND m.accepted_at >= %s",
+        (tenant_id, msg_id, uuid7_time(msg_id) - ID_SLACK),
+    )
+    return await cur.fetchone()
+
+
+async def set_stream_seq(
+    conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID, accepted_at: datetime, seq: int
+) -> bool:
+    """Whoever learns the sequence first writes it (05 §3); later writers change nothing."""
+    cur = await conn.execute(
+        """UPDATE messages SET stream_seq = %s
+           WHERE tenant_id = %s AND id = %s AND accepted_at = %s AND stream_seq IS NULL""",
+        (seq, tenant_id, msg_id, accepted_at),
+    )
+    return cur.rowcount == 1
+
+
+async def unpublished(
+    conn: Conn, tenant_id: uuid.UUID, *, older_than: timedelta, limit: int
+) -> list[Row]:
+    """Accepted rows without a sequence, oldest first (the ``messages_unpublished`` index)."""
+    cur = await conn.execute(
+        f"""{SELECT} WHERE m.tenant_id = %s AND m.stream_seq IS NULL AND m.status = 'accepted'
+              AND m.accepted_at < now() - %s::interval
+            ORDER BY m.accepted_at LIMIT %s""",
+        (tenant_id, older_than, limit),
+    )
+    return await cur.fetchall()
+
+
+async def conversation_messages(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    *,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[Row]:
+    """Oldest first by ``accepted_at`` (the ``messages_conv`` index), then id; ``after`` is
+    the (accepted_at, id) of the last row of the previous page."""
+    at, last = after if after is not None else (None, None)
+    cur = await conn.execute(
+        f"""{SELECT} WHERE m.tenant_id = %s AND m.conversation_id = %s
+              AND (%s::timestamptz IS NULL OR (m.accepted_at, m.id) > (%s, %s))
+            ORDER BY m.accepted_at, m.id LIMIT %s""",
+        (tenant_id, conversation_id, at, at, last, limit),
+    )
+    return await cur.fetchall()
+
+
+async def dead_letter_unpublished(conn: Conn, tenant_id: uuid.UUID, row: Row, reason: str) -> bool:
+    """``accepted`` (never published) -> ``dead_lettered``, with the reason in a
+    ``delivery_state`` row for the recipient (05 §7.2, §12.1)."""
+    cur = await conn.execute(
+        """UPDATE messages SET status = 'dead_lettered'
+           WHERE tenant_id = %s AND id = %s AND accepted_at = %s
+             AND status = 'accepted' AND stream_seq IS NULL""",
+        (tenant_id, row["id"], row["accepted_at"]),
+    )
+    if cur.rowcount != 1:
+        return False
+    if row["to_agent_id"] is not None:
+        await conn.execute(
+            """INSERT INTO delivery_state (tenant_id, msg_id, agent_id, dlq_reason)
+               VALUES (%s, %s, %s, %s)
+               ON CONFLICT (msg_id, agent_id) DO UPDATE SET dlq_reason = EXCLUDED.dlq_reason""",
+            (tenant_id, row["id"], row["to_agent_id"], reason),
+        )
+    return True

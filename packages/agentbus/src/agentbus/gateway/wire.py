@@ -1,0 +1,56 @@
+"""Small wire forms of 00-CONVENTIONS.md: base64url without padding, millisecond timestamps,
+the time inside a UUIDv7, and the digest of a payload."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from wirekit import canonical_json
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+_B64URL = re.compile(r"^[A-Za-z0-9_-]*$")
+
+
+def b64url_encode(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def b64url_decode(text: str) -> bytes:
+    """Strict: only the URL-safe alphabet, no padding; ValueError otherwise."""
+    if not isinstance(text, str) or not _B64URL.match(text) or len(text) % 4 == 1:
+        raise ValueError("not base64url without padding")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def format_ts(moment: datetime) -> str:
+    """``2026-10-12T09:30:00.123Z``: UTC, exactly three fractional digits (truncated)."""
+    moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_ts(text: str) -> datetime:
+    """An envelope timestamp, which must have exactly the signed form; ValueError otherwise."""
+    if not isinstance(text, str) or not _TIMESTAMP.match(text):
+        raise ValueError("timestamps are YYYY-MM-DDTHH:MM:SS.mmmZ")
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def truncate_ms(moment: datetime) -> datetime:
+    return moment.replace(microsecond=moment.microsecond // 1000 * 1000)
+
+
+def uuid7_time(value: uuid.UUID) -> datetime:
+    """The millisecond timestamp in the first 48 bits of a UUIDv7."""
+    return _EPOCH + timedelta(milliseconds=value.int >> 80)
+
+
+def payload_digest(data: Any) -> tuple[bytes, bytes]:
+    """``(canonical_json(data), its SHA-256)``: the stored plaintext and ``payload_sha256``."""
+    plain = canonical_json(data)
+    return plain, hashlib.sha256(plain).digest()

@@ -1,0 +1,1 @@
+"""Tasks: requests idempotent per recipient, the state machine and its transitions."""

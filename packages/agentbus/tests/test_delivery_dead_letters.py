@@ -1,0 +1,199 @@
+"""Dead letters and expiry on real PostgreSQL and NATS: MaxDeliver reached through naks -> the
+advisory captured in AB_ADVISORIES -> the dlq-worker dead-letters the message (a task request
+fails its task, AB-6011); the dlq.sweep backstop; messages.expire for copies TTL removed (a
+task request expires its task, AB-6010) and the implicit expiry near retention; tasks.expire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from agentbus.db import SCOPE
+from agentbus.delivery.dlq import DeadLetterWorker, ensure_advisory_stream
+from agentbus.delivery.domain import MAX_DELIVER
+from agentbus.delivery.sweeper import Sweeper
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.wire import format_ts
+from agentbus.ids import parse_id
+from agentbus.tasks import sweeper as task_sweeper
+from platformkit.db.scope import tenant_transaction
+from wirekit import canonical_json
+
+pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
+
+Json = dict[str, Any]
+SCHEMA = "https://agentbus.exchange/schemas/"
+REVIEW = [{"name": "code.review", "version": "1"}]
+
+
+def task_request(alice: SimAgent, bob: SimAgent, key: str, **data: Any) -> Json:
+    env = alice.envelope(bob.address, {"instructions": "review", **data})
+    env.update(
+        type="agentbus.task.request.v1",
+        dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
+        subject="tsk_" + env["id"][4:],
+        idempotencykey=key,
+        capability="code.review",
+    )
+    return env
+
+
+async def send(client: httpx.AsyncClient, agent: SimAgent, env: Json, path: str) -> None:
+    reply = await client.post(
+        path,
+        content=canonical_json(agent.sign(env)),
+        headers={**agent.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+
+
+async def facts(gateway: Gateway, world: World, msg_id: str) -> Json:
+    """The message's status and dlq_reason, and its task's state and error code, if any."""
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            """SELECT m.status::text AS status, m.attempts, d.dlq_reason,
+                      t.state::text AS task_state, t.error_code
+                 FROM messages m
+                 LEFT JOIN delivery_state d ON d.msg_id = m.id
+                 LEFT JOIN tasks t ON t.id = m.id
+                WHERE m.id = %s""",
+            (parse_id("msg", msg_id),),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return dict(row)
+
+
+@pytest.fixture
+async def trio(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent]:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob", capabilities=REVIEW)
+    return world, alice, bob
+
+
+async def test_max_deliver_dead_letters_through_the_advisory(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, trio: tuple[World, SimAgent, SimAgent]
+) -> None:
+    client, (world, alice, bob) = gateway_client, trio
+    await ensure_advisory_stream(gateway.broker)
+    env = task_request(alice, bob, "poison")
+    await send(client, alice, env, "/v1/tasks")
+    for attempt in range(1, MAX_DELIVER + 1):
+        polled = await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
+        [delivery] = polled.json()["deliveries"]
+        assert delivery["attempt"] == attempt
+        nak = {"msg_id": env["id"], "ack_token": delivery["ack_token"], "delay_ms": 0}
+        await client.post("/v1/inbox/nak", json={"naks": [nak]}, headers=bob.headers())
+    polled = await client.get("/v1/inbox", params={"wait_s": 1}, headers=bob.headers())
+    assert polled.json()["deliveries"] == []  # JetStream gave up
+
+    worker = DeadLetterWorker(gateway.pool, gateway.broker, wait_s=2.0)
+    handled = 0
+    for _ in range(5):
+        handled += await worker.run_once()
+        if (await facts(gateway, world, env["id"]))["status"] == "dead_lettered":
+            break
+    assert handled >= 1
+    seen = await facts(gateway, world, env["id"])
+    assert seen == {
+        "status": "dead_lettered",
+        "attempts": MAX_DELIVER,
+        "dlq_reason": "max_deliveries",
+        "task_state": "failed",
+        "error_code": "AB-6011",
+    }
+
+
+async def test_sweeper_backstop_dead_letters_a_stuck_fetch(
+    agentbus_db: str,
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "stuck"})
+    await send(client, alice, env, "/v1/messages")
+    await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
+    sweeper = Sweeper(gateway.pool, gateway.broker)
+    assert await sweeper.dead_letter_once() == 0  # one attempt, just fetched: nothing to do
+    async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
+        await admin.execute(
+            """UPDATE delivery_state SET attempt = %s, last_fetched_at = now() - interval '2 min'
+                WHERE msg_id = %s""",
+            (MAX_DELIVER, parse_id("msg", env["id"])),
+        )
+    assert await sweeper.dead_letter_once() == 1
+    assert await sweeper.dead_letter_once() == 0  # safe to repeat
+    seen = await facts(gateway, world, env["id"])
+    assert (seen["status"], seen["dlq_reason"]) == ("dead_lettered", "max_deliveries")
+
+
+async def test_expiry_sweeper_expires_undelivered_messages_and_their_tasks(
+    agentbus_db: str,
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob) = gateway_client, trio
+    request = task_request(alice, bob, "expiring")
+    await send(client, alice, request, "/v1/tasks")
+    plain = alice.envelope(bob.address, {"text": "no expiry, but old"})
+    await send(client, alice, plain, "/v1/messages")
+    kept = alice.envelope(bob.address, {"text": "fresh"})
+    await send(client, alice, kept, "/v1/messages")
+    async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
+        await admin.execute("SELECT ensure_message_partitions(3, now() - interval '40 days')")
+        await admin.execute(
+            "UPDATE messages SET expires_at = now() - interval '1 second' WHERE id = %s",
+            (parse_id("msg", request["id"]),),
+        )
+        # Without expires: expired one day before the tenant's retention (7 days) is reached.
+        await admin.execute(
+            """UPDATE messages SET accepted_at = accepted_at - interval '6 days 1 hour'
+                WHERE id = %s""",
+            (parse_id("msg", plain["id"]),),
+        )
+    sweeper = Sweeper(gateway.pool, gateway.broker)
+    assert await sweeper.expire_once() == 2
+    assert await sweeper.expire_once() == 0
+    seen = await facts(gateway, world, request["id"])
+    assert (seen["status"], seen["task_state"], seen["error_code"]) == (
+        "expired",
+        "expired",
+        "AB-6010",
+    )
+    assert (await facts(gateway, world, plain["id"]))["status"] == "expired"
+    assert (await facts(gateway, world, kept["id"]))["status"] == "accepted"
+    # The expired copy left the stream: only the fresh message is handed out.
+    polled = await client.get("/v1/inbox", params={"wait_s": 2}, headers=bob.headers())
+    assert [d["msg_id"] for d in polled.json()["deliveries"]] == [kept["id"]]
+
+
+async def test_tasks_expire_at_their_deadline(
+    agentbus_db: str,
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob) = gateway_client, trio
+    soon = format_ts(datetime.now(UTC) + timedelta(hours=1))
+    request = task_request(alice, bob, "deadline", deadline=soon)
+    await send(client, alice, request, "/v1/tasks")
+    assert await task_sweeper.expire_once(gateway.pool) == 0
+    async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
+        await admin.execute(
+            "UPDATE tasks SET expires_at = now() - interval '1 second' WHERE id = %s",
+            (parse_id("msg", request["id"]),),
+        )
+    assert await task_sweeper.expire_once(gateway.pool) == 1
+    seen = await facts(gateway, world, request["id"])
+    assert (seen["task_state"], seen["error_code"]) == ("expired", "AB-6010")
+    reply = await client.get(f"/v1/tasks/{request['subject']}/transitions", headers=bob.headers())
+    assert reply.json()[-1]["reason"] == "deadline passed"

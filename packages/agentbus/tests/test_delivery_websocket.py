@@ -1,0 +1,177 @@
+"""The delivery WebSocket (04-API-SPEC.md §5.2), driven in-process over ASGI: hello, credit,
+delivery, ack and read frames answered by results; a newer connection replaces the older
+(close 4002, and a waiting long-poll answers ``replaced``); a bad credential closes 4401."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from fastapi import FastAPI
+from wirekit import canonical_json
+
+pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
+
+Json = dict[str, Any]
+
+
+class Closed(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Socket:
+    """A WebSocket client speaking ASGI to the app directly."""
+
+    def __init__(self, app: FastAPI, token: str) -> None:
+        self.app, self.token = app, token
+        self.to_app: asyncio.Queue[Json] = asyncio.Queue()
+        self.from_app: asyncio.Queue[Json] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        scope = {
+            "type": "websocket", "asgi": {"version": "3.0"}, "scheme": "ws",
+            "path": "/v1/inbox/ws", "raw_path": b"/v1/inbox/ws", "query_string": b"",
+            "root_path": "", "client": ("127.0.0.1", 40000), "server": ("gateway.test", 80),
+            "headers": [(b"authorization", f"Bearer {self.token}".encode())],
+            "subprotocols": ["agentbus.v1"],
+        }  # fmt: skip
+        self.task = asyncio.create_task(self.app(scope, self.to_app.get, self.from_app.put))
+        await self.to_app.put({"type": "websocket.connect"})
+        accepted = await self._next()
+        assert accepted["type"] == "websocket.accept", accepted
+        assert accepted.get("subprotocol") == "agentbus.v1"
+
+    async def _next(self, within_s: float = 10.0) -> Json:
+        return await asyncio.wait_for(self.from_app.get(), within_s)
+
+    async def send(self, frame: Json) -> None:
+        await self.to_app.put({"type": "websocket.receive", "text": json.dumps(frame)})
+
+    async def receive(self, within_s: float = 10.0) -> Json:
+        while True:
+            event = await self._next(within_s)
+            if event["type"] == "websocket.close":
+                raise Closed(event.get("code", 1000))
+            frame: Json = json.loads(event["text"])
+            if frame.get("type") != "ping":
+                return frame
+
+    async def until_closed(self) -> int:
+        """Skip frames until the server closes; the close code."""
+        try:
+            while True:
+                await self.receive()
+        except Closed as closed:
+            return closed.code
+
+    async def close(self) -> None:
+        await self.to_app.put({"type": "websocket.disconnect", "code": 1000})
+        if self.task is not None:
+            await asyncio.wait_for(asyncio.gather(self.task, return_exceptions=True), 10)
+
+
+async def send(client: httpx.AsyncClient, sender: SimAgent, env: Json) -> None:
+    reply = await client.post(
+        "/v1/messages",
+        content=canonical_json(sender.sign(env)),
+        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+
+
+@pytest.fixture
+async def pair(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent]:
+    world = await make_world(gateway, "acme")
+    return (
+        world,
+        await enroll(gateway_client, world, "alice"),
+        await enroll(gateway_client, world, "bob"),
+    )
+
+
+async def test_credit_delivery_ack_and_read_over_the_socket(
+    gateway_app: FastAPI, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    _world, alice, bob = pair
+    ws, sender = Socket(gateway_app, bob.credential), Socket(gateway_app, alice.credential)
+    await ws.connect()
+    await sender.connect()
+    try:
+        assert (await sender.receive())["type"] == "hello"
+        hello = await ws.receive()
+        assert (hello["type"], hello["ack_wait_ms"], hello["max_deliver"]) == ("hello", 30000, 10)
+        await ws.send({"type": "credit", "id": "c1", "n": 1})
+        env = alice.envelope(bob.address, {"text": "over the socket"})
+        await send(gateway_client, alice, env)
+        delivery = await ws.receive()
+        assert delivery["type"] == "delivery"
+        assert delivery["msg_id"] == env["id"]
+        assert delivery["envelope"]["data"] == {"text": "over the socket"}
+
+        ack = {"msg_id": env["id"], "ack_token": delivery["ack_token"]}
+        await ws.send({"type": "ack", "id": "a1", "acks": [ack]})
+        result = await ws.receive()
+        assert result == {
+            "type": "result",
+            "for": "a1",
+            "results": [{"msg_id": env["id"], "result": "ok", "status": "delivered"}],
+        }
+        await ws.send({"type": "read", "id": "r1", "reads": [{"msg_id": env["id"]}]})
+        assert (await ws.receive())["results"][0]["status"] == "read"
+        # The sender's connection hears what became of its message.
+        statuses = [await sender.receive(), await sender.receive()]
+        assert [(f["type"], f["msg_id"], f["status"]) for f in statuses] == [
+            ("status", env["id"], "delivered"),
+            ("status", env["id"], "read"),
+        ]
+        await ws.send({"type": "ack", "id": "bad", "acks": "nope"})
+        assert (await ws.receive())["problem"]["code"] == "AB-8001"
+        await ws.send({"type": "ping", "id": "p1"})
+        assert await ws.receive() == {"type": "pong", "id": "p1"}
+    finally:
+        await ws.close()
+        await sender.close()
+
+
+async def test_a_newer_connection_replaces_the_older(
+    gateway_app: FastAPI, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    _world, _alice, bob = pair
+    poll = asyncio.create_task(
+        gateway_client.get("/v1/inbox", params={"wait_s": 20}, headers=bob.headers())
+    )
+    await asyncio.sleep(0.5)
+    first = Socket(gateway_app, bob.credential)
+    await first.connect()
+    replaced = await asyncio.wait_for(poll, 10)
+    assert replaced.json() == {"deliveries": [], "replaced": True}
+    assert (await first.receive())["type"] == "hello"
+    second = Socket(gateway_app, bob.credential)
+    await second.connect()
+    try:
+        assert await first.until_closed() == 4002
+        assert (await second.receive())["type"] == "hello"
+    finally:
+        await second.close()
+        await first.close()
+
+
+async def test_a_bad_credential_closes_4401(
+    gateway_app: FastAPI, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    ws = Socket(gateway_app, "not-a-credential")
+    await ws.connect()
+    with pytest.raises(Closed) as closed:
+        await ws.receive()
+    assert closed.value.code == 4401
+    await ws.close()

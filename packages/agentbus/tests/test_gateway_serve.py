@@ -1,0 +1,61 @@
+"""``agentbus-gateway serve`` as a real process (granian, migrations, NATS, signing key) answers
+``/healthz`` and ``/readyz``, and stops on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from platformkit.testing.services import free_port
+
+pytest_plugins = ["agentbus.testing"]
+
+
+async def test_serve_answers_healthz(agentbus_db: str, nats_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    command = [str(Path(sys.executable).parent / "agentbus-gateway"), "serve", "--port", str(port)]
+    env = {
+        **os.environ,
+        "AGENTBUS_DATABASE_URL": agentbus_db,
+        "AGENTBUS_NATS_URL": nats_url,
+        "AGENTBUS_CONFIG_DIR": str(tmp_path / "config"),
+    }
+    log = (tmp_path / "serve.log").open("wb")
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=log, stderr=subprocess.STDOUT
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, timeout=2.0) as client:
+            for _ in range(300):
+                assert process.returncode is None, (tmp_path / "serve.log").read_text()
+                try:
+                    health = await client.get("/healthz")
+                    ready = await client.get("/readyz")
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+                    continue
+                if ready.status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+            assert health.status_code == 200
+            assert health.json() == {"status": "ok"}
+            assert ready.status_code == 200, ready.text
+            assert health.headers["x-request-id"]
+            assert health.headers["date"]  # sidecars correct their clocks from it
+            jwks = (await client.get("/.well-known/jwks.json")).json()
+            assert len(jwks["keys"]) == 1  # the first signing key was created at startup
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(process.wait(), 30)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+        log.close()
+    assert (tmp_path / "config" / "keyring.json").stat().st_mode & 0o077 == 0
