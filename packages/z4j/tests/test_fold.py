@@ -65,7 +65,7 @@ def test_duplicates_do_not_matter(events: list[dict[str, Any]]) -> None:
 
 
 def test_late_sent_never_moves_back_to_pending() -> None:
-    claim = winner((TaskState.SUCCEEDED, T0), (TaskState.PENDING, T0 + timedelta(hours=1)))
+    claim = winner((TaskState.SUCCEEDED, T0, 0), (TaskState.PENDING, T0 + timedelta(hours=1), 3))
     assert claim[0] is TaskState.SUCCEEDED
 
 
@@ -77,8 +77,8 @@ def test_celery_retry_reuses_id_and_follows_agent_clock() -> None:
         ev(3, "task.started", 3),
         ev(4, "task.succeeded", 4),
     ]
-    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=4))
-    assert outcome(seq[:3])[0] == (TaskState.RETRIED, T0 + timedelta(seconds=2))
+    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=4), 0)
+    assert outcome(seq[:3])[0] == (TaskState.RETRIED, T0 + timedelta(seconds=2), 0)
 
 
 def test_malformed_events_are_rejected_not_fatal() -> None:
@@ -97,3 +97,20 @@ def test_failure_keeps_error_and_traceback() -> None:
         "exc_msg": "boom",
         "traceback_redacted": "Traceback...\nValueError: boom",
     }
+
+
+def test_a_later_attempt_beats_a_retry_stamped_after_it() -> None:
+    # Celery republishes before it reports the retry: attempt 1 can finish before attempt 0's
+    # "retried" is stamped.
+    def at(i: int, kind: str, sec: int, attempt: int) -> dict[str, Any]:
+        e = ev(i, kind, sec)
+        e["data"]["retry_count"] = attempt
+        return e
+
+    seq = [
+        at(0, "task.started", 0, 0),
+        at(1, "task.started", 1, 1),
+        at(2, "task.succeeded", 2, 1),
+        at(3, "task.retried", 3, 0),
+    ]
+    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=2), 1)

@@ -1,11 +1,13 @@
 """How events decide a task's state, whatever order they arrive in.
 
-Each state-changing event has a key ``(not pending, agent timestamp, rank)``; a task's state is
-that of the event with the greatest key. Taking a maximum does not depend on arrival order, so
-late or duplicated events never move a task backwards, while a real second run (Celery retries
-reuse the task id: started -> retried -> started -> succeeded) follows the agent's clock. A
-``task_sent`` seen after the worker already reported never drags the task back to pending, even
-when the producer's clock runs ahead of the worker's.
+Each state-changing event has a key ``(not pending, attempt, agent timestamp, rank)``; a task's
+state is that of the event with the greatest key. Taking a maximum does not depend on arrival
+order, so late or duplicated events never move a task backwards. Celery retries reuse the task
+id (started -> retried -> started -> succeeded); the attempt (the event's retry count) orders
+them first, because Celery republishes a retried task before it reports the retry, so the next
+attempt may finish before the ``retried`` event of the previous one is even stamped. Within an
+attempt the agent's clock decides. A ``task_sent`` seen after the worker already reported never
+drags the task back to pending, even when the producer's clock runs ahead of the worker's.
 """
 
 from __future__ import annotations
@@ -42,23 +44,26 @@ RANK = {
 }
 
 
+Claim = tuple[TaskState, datetime, int]
+"""A state, the agent time it was reached, and the attempt (retry count) it belongs to."""
+
+
 @dataclass(frozen=True, order=True)
 class StateKey:
     """Orders state claims; the greatest claim is the task's state."""
 
     settled: bool
+    attempt: int
     at: datetime
     rank: int
 
     @classmethod
-    def of(cls, state: TaskState, at: datetime) -> StateKey:
-        return cls(state is not TaskState.PENDING, at, RANK[state])
+    def of(cls, state: TaskState, at: datetime, attempt: int) -> StateKey:
+        return cls(state is not TaskState.PENDING, attempt, at, RANK[state])
 
 
-def winner(
-    current: tuple[TaskState, datetime] | None, claim: tuple[TaskState, datetime]
-) -> tuple[TaskState, datetime]:
-    """The (state, at) that stands after ``claim`` meets ``current``."""
+def winner(current: Claim | None, claim: Claim) -> Claim:
+    """The claim that stands after ``claim`` meets ``current``."""
     if current is None:
         return claim
     return claim if StateKey.of(*claim) > StateKey.of(*current) else current

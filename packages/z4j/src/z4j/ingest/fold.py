@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from z4j_agent.events import redact_event_data
 from z4j_agent.protocol import parse_ts
-from z4j_agent.redaction import redact
 
-from z4j.domain.taskstate import TaskState, finished_at, winner
+from z4j.domain.taskstate import Claim, TaskState, finished_at, winner
 from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, map_task_event
 
 _MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_task_id": 200}
@@ -38,14 +38,14 @@ class TaskRow:
     worker: str | None = None
     enqueued_at: datetime | None = None
     started_at: datetime | None = None
-    claim: tuple[TaskState, datetime] | None = None
+    claim: Claim | None = None
     error: dict[str, Any] | None = None
     runtime_ms: float | None = None
     retries: int = 0
 
     @property
     def finished_at(self) -> datetime | None:
-        return finished_at(*self.claim) if self.claim else None
+        return finished_at(self.claim[0], self.claim[1]) if self.claim else None
 
 
 @dataclass
@@ -96,7 +96,8 @@ def _fold_task(row: TaskRow, state: TaskState | None, at: datetime, data: dict[s
     if state is None:
         return
     before = row.claim
-    row.claim = winner(row.claim, (state, at))
+    attempt = data.get("retry_count")
+    row.claim = winner(row.claim, (state, at, attempt if type(attempt) is int else 0))
     if row.claim != before:
         # The worker shown is the one that produced the task's current state.
         row.worker = worker or row.worker
@@ -151,7 +152,7 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             else:
                 out.rejected += 1
             continue
-        data = redact(data)
+        data = redact_event_data(data)
         task_id = scoped_id(project_id, engine_task_id[:200])
         row = out.tasks.get(task_id)
         if row is None:

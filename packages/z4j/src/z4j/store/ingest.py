@@ -3,7 +3,8 @@
 Both statements take their rows as one JSON document (``jsonb_to_recordset``), so a batch of
 thousands of events costs two round trips and one ``json.dumps`` each. The task upsert applies
 the same ordering rule as ``z4j.domain.taskstate``: the state claim with the greater
-(settled, agent time, rank) key wins, so replays and late arrivals never move a task backwards.
+(settled, attempt, agent time, rank) key wins, so replays and late arrivals never move a task
+backwards.
 """
 
 from __future__ import annotations
@@ -18,14 +19,16 @@ from z4j.ingest.fold import Folded
 
 _UPSERT_TASKS = """
 INSERT INTO tasks AS t (id, project_id, agent_id, engine, engine_task_id, name, queue, state,
-    state_at, args_redacted, kwargs_redacted, error, group_id, worker, enqueued_at, started_at,
-    finished_at, runtime_ms, retries)
+    state_at, state_attempt, args_redacted, kwargs_redacted, error, group_id, worker, enqueued_at,
+    started_at, finished_at, runtime_ms, retries)
 SELECT u.id, %(project)s, %(agent)s, u.engine, u.engine_task_id, u.name, u.queue,
-    COALESCE(u.state, 'pending'), u.state_at, u.args, u.kwargs, u.error, u.group_id, u.worker,
+    COALESCE(u.state, 'pending'), u.state_at, u.state_attempt, u.args, u.kwargs, u.error,
+    u.group_id, u.worker,
     u.enqueued_at, u.started_at, u.finished_at, u.runtime_ms, u.retries
 FROM jsonb_to_recordset(%(rows)s::jsonb)
     AS u(id uuid, engine text, engine_task_id text, name text, queue text, state task_state,
-         state_at timestamptz, args jsonb, kwargs jsonb, error jsonb, group_id text, worker text,
+         state_at timestamptz, state_attempt int, args jsonb, kwargs jsonb, error jsonb,
+         group_id text, worker text,
          enqueued_at timestamptz, started_at timestamptz, finished_at timestamptz,
          runtime_ms float8, retries int)
 ON CONFLICT (id) DO UPDATE SET
@@ -42,6 +45,7 @@ ON CONFLICT (id) DO UPDATE SET
     retries = GREATEST(t.retries, EXCLUDED.retries),
     state = CASE WHEN {wins} THEN EXCLUDED.state ELSE t.state END,
     state_at = CASE WHEN {wins} THEN EXCLUDED.state_at ELSE t.state_at END,
+    state_attempt = CASE WHEN {wins} THEN EXCLUDED.state_attempt ELSE t.state_attempt END,
     error = CASE WHEN {wins} THEN EXCLUDED.error ELSE t.error END,
     finished_at = CASE WHEN {wins} THEN EXCLUDED.finished_at ELSE t.finished_at END,
     runtime_ms = CASE WHEN {wins} THEN EXCLUDED.runtime_ms ELSE t.runtime_ms END,
@@ -49,8 +53,9 @@ ON CONFLICT (id) DO UPDATE SET
 """.replace(
     "{wins}",
     """(EXCLUDED.state_at IS NOT NULL AND (t.state_at IS NULL OR
-        (EXCLUDED.state <> 'pending', EXCLUDED.state_at, z4j_state_rank(EXCLUDED.state))
-        > (t.state <> 'pending', t.state_at, z4j_state_rank(t.state))))""",
+        (EXCLUDED.state <> 'pending', EXCLUDED.state_attempt, EXCLUDED.state_at,
+         z4j_state_rank(EXCLUDED.state))
+        > (t.state <> 'pending', t.state_attempt, t.state_at, z4j_state_rank(t.state))))""",
 )
 
 _INSERT_EVENTS = """
@@ -82,6 +87,7 @@ async def write_folded(
                 "queue": t.queue,
                 "state": t.claim[0].value if t.claim else None,
                 "state_at": _iso(t.claim[1] if t.claim else None),
+                "state_attempt": t.claim[2] if t.claim else 0,
                 "args": t.args,
                 "kwargs": t.kwargs,
                 "error": t.error,
