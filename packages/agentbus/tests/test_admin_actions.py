@@ -26,8 +26,6 @@ from platformkit.crypto import Envelope, Keyring
 from platformkit.db.scope import Pool, tenant_transaction
 from platformkit.ids import uuid7
 
-pytest_plugins = ["agentbus.testing"]
-
 OWNER = users.OwnerSpec("ops@acme.example", "oidc:https://login.acme.example", "00u1")
 
 

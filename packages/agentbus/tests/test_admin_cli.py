@@ -19,8 +19,6 @@ from agentbus.errors import AgentBusError, TokenExpired, TokenRevoked
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
 from typer.testing import CliRunner, Result
 
-pytest_plugins = ["agentbus.testing"]
-
 TOKEN = re.compile(r"ab_(?:live|test)_[A-Za-z0-9]{40}")
 
 

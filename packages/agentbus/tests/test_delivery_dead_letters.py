@@ -23,8 +23,6 @@ from agentbus.tasks import sweeper as task_sweeper
 from platformkit.db.scope import tenant_transaction
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 Json = dict[str, Any]
 SCHEMA = "https://agentbus.exchange/schemas/"
 REVIEW = [{"name": "code.review", "version": "1"}]

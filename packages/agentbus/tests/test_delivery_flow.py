@@ -15,13 +15,12 @@ from agentbus.db import SCOPE
 from agentbus.delivery import jetstream, outcomes, store
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.policy import Decision, SendRequest
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from platformkit.db.scope import tenant_transaction
 from wirekit import canonical_json
-
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
 
 Json = dict[str, Any]
 
@@ -233,3 +232,36 @@ async def test_tokens_and_batches_are_checked(
     assert reply.json()["code"] == "AB-5009"
     reply = await client.get("/v1/inbox", params={"wait_s": 31}, headers=bob.headers())
     assert reply.json()["code"] == "AB-8001"
+
+
+async def test_policy_in_force_at_delivery_discards(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    client, (_world, alice, bob) = gateway_client, pair
+
+    class DenyAll:
+        async def decide(self, request: SendRequest) -> Decision:
+            return Decision(False, reason="closed for the night")
+
+    env = alice.envelope(bob.address, {"text": "allowed when sent"})
+    await send(client, alice, env)
+    gateway.policy = DenyAll()
+    assert (await poll(client, bob, wait_s=2))["deliveries"] == []
+    assert (await status_of(client, alice, env["id"]))["status"] == "discarded"
+
+
+async def test_a_vanished_consumer_is_recreated_and_old_copies_suppressed(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    client, (world, alice, bob) = gateway_client, pair
+    first = alice.envelope(bob.address, {"text": "one"})
+    await send(client, alice, first)
+    [delivery] = (await poll(client, bob, wait_s=5))["deliveries"]
+    ack = {"msg_id": first["id"], "ack_token": delivery["ack_token"]}
+    await settle(client, bob, "ack", [ack])
+    await gateway.broker.delete_consumer(world.tenant_id, bob.agent_id)
+    second = alice.envelope(bob.address, {"text": "two"})
+    await send(client, alice, second)
+    # The new consumer starts from the stream's beginning; the acked copy is dropped.
+    got = await poll(client, bob, wait_s=5)
+    assert [d["msg_id"] for d in got["deliveries"]] == [second["id"]]

@@ -16,8 +16,6 @@ from agentbus.tasks import store as task_store
 from platformkit.db.scope import tenant_transaction
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 SCHEMA = "https://agentbus.exchange/schemas/"
 
 

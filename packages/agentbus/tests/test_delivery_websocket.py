@@ -15,8 +15,6 @@ from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from fastapi import FastAPI
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 Json = dict[str, Any]
 
 

@@ -23,8 +23,6 @@ from nats.js.api import PubAck
 from platformkit.testing.services import free_port
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 
 async def stream_messages(gw: Gateway, world: World) -> int:
     info = await gw.broker.js.stream_info(broker.stream_name(world.tenant_id))

@@ -14,8 +14,6 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, enroll, make_world
 from agentbus.ids import parse_id
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 
 async def test_register_and_issue_credential(
     gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str

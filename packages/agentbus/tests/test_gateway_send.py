@@ -25,8 +25,6 @@ from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 CE = {"Content-Type": "application/cloudevents+json"}
 
 

@@ -13,8 +13,6 @@ from pathlib import Path
 import httpx
 from platformkit.testing.services import free_port
 
-pytest_plugins = ["agentbus.testing"]
-
 
 async def test_serve_answers_healthz(agentbus_db: str, nats_url: str, tmp_path: Path) -> None:
     port = free_port()

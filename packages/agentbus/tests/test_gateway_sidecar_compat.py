@@ -14,8 +14,6 @@ from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
 from platformkit.ids import uuid7
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 
 async def test_sidecar_envelopes_are_accepted_and_rebuilt_exactly(
     gateway: Gateway, gateway_client: httpx.AsyncClient

@@ -13,8 +13,6 @@ from agentbus.controllers.partitions import ensure_partitions, existing_partitio
 from platformkit.db.scope import Pool, transaction
 from typer.testing import CliRunner
 
-pytest_plugins = ["agentbus.testing"]
-
 
 def month_names(start: datetime, count: int) -> list[str]:
     year, month = start.year, start.month

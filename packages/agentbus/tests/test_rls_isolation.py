@@ -16,8 +16,6 @@ from platformkit.db.scope import Pool, tenant_transaction, transaction
 from platformkit.testing.databases import DatabaseFactory
 from psycopg import sql
 
-pytest_plugins = ["agentbus.testing"]
-
 APPEND_ONLY = {"audit_actions": {"UPDATE", "DELETE"}, "task_transitions": {"UPDATE"}}
 
 

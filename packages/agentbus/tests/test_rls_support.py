@@ -19,8 +19,6 @@ from platformkit.ids import uuid7
 from platformkit.testing.databases import DatabaseFactory
 from psycopg import sql
 
-pytest_plugins = ["agentbus.testing"]
-
 READABLE = [t for t in SEEDED_TABLES if t != "tenant_keys"]
 
 

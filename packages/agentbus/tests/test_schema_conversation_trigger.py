@@ -11,8 +11,6 @@ from agentbus.testing import seed_tenant
 from platformkit.db.scope import Pool, tenant_transaction
 from platformkit.ids import uuid7
 
-pytest_plugins = ["agentbus.testing"]
-
 INSERT = """INSERT INTO messages (id, tenant_id, workspace_id, conversation_id, type, schema_url,
     from_agent_id, to_agent_id, to_address, traceparent, sig, signing_key_id, payload_ref,
     payload_bytes, payload_sha256, dek_version, accepted_at)

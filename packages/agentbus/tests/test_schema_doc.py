@@ -8,8 +8,6 @@ import psycopg
 from agentbus.cli import SCHEMA_DOC_TITLE
 from platformkit.db.schemadoc import render
 
-pytest_plugins = ["agentbus.testing"]
-
 DOC = Path(__file__).resolve().parents[3] / "docs" / "agentbus" / "schema.md"
 REGENERATE = "uv run agentbus-gateway schema-doc --database-url URL > docs/agentbus/schema.md"
 

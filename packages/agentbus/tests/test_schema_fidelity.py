@@ -8,9 +8,6 @@ import re
 import psycopg
 import pytest
 
-pytest_plugins = ["agentbus.testing"]
-
-
 # The model's tables as written in agentbus-data-model.md §1 and §5.1 ("!" = NOT NULL).
 MODEL_TEXT = """
     tenants: id uuid!, slug text!, display_name text!, plan plan_t!, status tenant_status_t!,

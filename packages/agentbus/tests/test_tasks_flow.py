@@ -12,8 +12,6 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from wirekit import canonical_json
 
-pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]
-
 Json = dict[str, Any]
 SCHEMA = "https://agentbus.exchange/schemas/"
 REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
@@ -213,3 +211,21 @@ async def test_parties_states_and_capabilities_are_enforced(
         alice, bob, "late", {"instructions": "x", "deadline": "2020-01-01T00:00:00.000Z"}
     )
     assert (await post(client, alice, "/v1/tasks", past)).json()["code"] == "AB-6008"
+
+
+async def test_task_types_also_go_through_post_messages(
+    gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+) -> None:
+    """The delivery lifespan installs the task rules on the generic send route too."""
+    client, (_world, alice, bob) = gateway_client, pair
+    request = request_env(alice, bob, "via-messages")
+    sent = await post(client, alice, "/v1/messages", request)
+    assert sent.status_code == 202, sent.text
+    assert sent.json()["task"] == {"id": request["subject"], "state": "submitted"}
+    accept = verb_env(bob, alice, request, "accept", {"note": "on it"})
+    accepted = await post(client, bob, "/v1/messages", accept)
+    assert accepted.json()["task"]["state"] == "accepted"
+    # A replay of the same accept answers the task as it is now, without a second move.
+    replay = await post(client, bob, f"/v1/tasks/{request['subject']}/accept", accept)
+    assert replay.status_code == 200, replay.text
+    assert replay.json()["task"] == {"id": request["subject"], "state": "accepted"}

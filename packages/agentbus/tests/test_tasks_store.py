@@ -15,8 +15,6 @@ from agentbus.tasks.errors import IdempotencyConflict, TransitionInvalid
 from platformkit.db.scope import Pool, tenant_transaction
 from platformkit.ids import uuid7
 
-pytest_plugins = ["agentbus.testing"]
-
 
 @pytest.fixture
 async def seeded(agentbus_db: str) -> tuple[uuid.UUID, dict[str, Any]]:

@@ -50,6 +50,36 @@ def serve(
     raise typer.Exit(run(settings, console.print))
 
 
+@app.command()
+def bench(
+    messages: Annotated[int, typer.Option(min=1, help="Messages per run.")] = 2000,
+    rate: Annotated[float, typer.Option(min=1, help="Paced run: messages per second.")] = 500,
+    workers: Annotated[int, typer.Option(min=1, help="Gateway worker processes.")] = 1,
+    warmup: Annotated[int, typer.Option(min=0, help="Unmeasured messages first.")] = 200,
+    raw: Annotated[bool, typer.Option(help="Also run raw NATS JetStream as the ceiling.")] = True,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A PostgreSQL server to create the bench database in (default: a "
+            "throwaway embedded one).",
+            show_default=False,
+        ),
+    ] = None,
+    nats_url: Annotated[
+        str | None,
+        typer.Option(
+            help="NATS with JetStream (default: a throwaway embedded one).", show_default=False
+        ),
+    ] = None,
+) -> None:
+    """End-to-end latency and throughput of a gateway process (send -> NATS -> delivery ->
+    application ack), paced and unpaced, beside raw JetStream; one JSON object per line."""
+    from agentbus.bench import bench as run
+
+    run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
+        warmup=warmup, raw=raw)  # fmt: skip
+
+
 def stack_command() -> list[str]:
     """How ``stack up`` starts the gateway."""
     return [sys.executable, "-m", "agentbus.cli", "serve"]

@@ -22,6 +22,7 @@ from typing import Any
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.js.errors import NotFoundError
 from platformkit.db.scope import Pool, tenant_transaction
 
@@ -102,8 +103,8 @@ class DeadLetterWorker:
         try:
             stored = await self.broker.js.get_msg(f"T_{tenant_id.hex}", seq, direct=True)
             msg_id = parse_id("msg", (stored.headers or {}).get("Nats-Msg-Id", "").split(":")[0])
-        except (NotFoundError, InvalidId):
-            return True  # the copy is gone (retention, expiry): the row is the sweepers' now
+        except (NotFoundError, NoRespondersError, InvalidId):
+            return True  # copy or stream gone (retention, expiry, tenant): nothing to dead-letter
         notes: Notes = []
         async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
             row = await store.lock(conn, tenant_id, agent_id, msg_id)
@@ -139,7 +140,8 @@ class DeadLetterWorker:
                     await ensure_advisory_stream(self.broker)
                     ready = True
                 await self.run_once()
-            except Exception as exc:  # NATS away or PostgreSQL down: wait and go on
+            except Exception as exc:  # NATS away or PostgreSQL down: wait, re-verify, go on
+                ready = False
                 log.warning("dlq worker: %s", exc)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stop.wait(), 2.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -62,27 +63,28 @@ async def _run(
     svc: DeliveryService,
     who: AgentPrincipal,
     items: list[Item],
-    one: Any,
-) -> tuple[list[dict[str, Any]], list[tuple[str, AckSubject, int]]]:
+    one: Callable[[Conn, Item, Row, Notes], Awaitable[Outcome]],
+) -> tuple[Results, list[tuple[str, AckSubject, int]]]:
     """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item;
-    status notifications are published after the commit."""
-    results: list[dict[str, Any]] = []
+    rows are locked in id order (two batches never deadlock), results keep the request's order,
+    and status notifications are published after the commit."""
+    results: list[dict[str, Any] | None] = [None] * len(items)
     settles: list[tuple[str, AckSubject, int]] = []
     notes: Notes = []
+    order = sorted(range(len(items)), key=lambda i: (items[i].msg_id or uuid.UUID(int=0)).bytes)
     async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
-        for item in items:
-            row = None
+        for index in order:
+            item, row = items[index], None
             if item.msg_id is not None:
                 row = await store.lock(conn, who.tenant_id, who.agent_id, item.msg_id)
             if row is None:
-                results.append(result(item.text_id, "invalid"))
+                results[index] = result(item.text_id, "invalid")
                 continue
-            outcome, verb = await one(conn, item, row, notes)
-            results.append(outcome)
+            results[index], verb = await one(conn, item, row, notes)
             if verb is not None and item.subject is not None:
                 settles.append((verb, item.subject, item.delay_ms or 0))
     await notices.publish(svc.gateway.broker, notes)
-    return results, settles
+    return [r for r in results if r is not None], settles
 
 
 async def _settle(svc: DeliveryService, settles: list[tuple[str, AckSubject, int]]) -> None:

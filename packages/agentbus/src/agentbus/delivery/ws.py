@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -33,6 +34,8 @@ from agentbus.gateway.auth import bearer_of, principal_from_credential
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
+
+log = logging.getLogger(__name__)
 
 SUBPROTOCOL = "agentbus.v1"
 PING_EVERY_S = 20.0
@@ -124,10 +127,14 @@ async def _pump(session: Session, replaced: asyncio.Event) -> None:
                 session.svc, session.who, wait_s=DEFAULT_WAIT_S,
                 max_items=min(session.credit, MAX_BATCH), max_bytes=MAX_BYTES, stop=replaced,
             )  # fmt: skip
-        except AgentBusError as exc:
+        except AgentBusError as exc:  # NATS away (AB-9003) and the like: tell, back off, retry
             await session.send({"type": "result", "for": None, "problem": problem_of(exc)})
             await asyncio.sleep(1.0)
             continue
+        except Exception:
+            log.exception("delivery WebSocket pump failed")
+            session.close_code = 1011
+            return
         for index, delivery in enumerate(batch):
             try:
                 await session.send({"type": "delivery", **delivery})

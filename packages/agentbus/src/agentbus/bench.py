@@ -1,0 +1,447 @@
+"""``agentbus-gateway bench``: end-to-end latency and throughput of the gateway, and the same
+workload over raw NATS JetStream as the ceiling.
+
+The gateway runs as its own process (``agentbus-gateway serve``) on a throwaway PostgreSQL and
+NATS unless URLs are given. Two agents are registered with sidecar keys; the sending client signs
+envelopes with the sidecar's envelope module and posts them to ``POST /v1/messages``, the
+receiving client long-polls ``GET /v1/inbox`` and application-acks each pulled batch with
+``POST /v1/inbox/read`` (which records the transport ack too). A message's latency runs from
+just before its send request to the answer of the read that acked it. Both clients use httpx
+with keep-alive, in this process.
+
+The raw run publishes envelopes of the same size with ``Nats-Msg-Id`` to a file-backed stream,
+pulls them with a durable pull consumer and acks each with a confirmed ack.
+
+Each run prints one JSON object per line; the last line compares the gateway runs with the goals
+(p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+import nats
+import psycopg
+from agentbus_sidecar.envelope import build_envelope, sign_envelope
+from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
+from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+from platformkit.db.embedded import EmbeddedPostgres
+from platformkit.nats.embedded import EmbeddedNats
+from wirekit import canonical_json
+
+from agentbus import db
+from agentbus.actions import tenants, workspaces
+from agentbus.actions.context import Actor, Ctx
+from agentbus.actions.users import OwnerSpec
+from agentbus.keys import load_or_create_keyring
+
+GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
+UNPACED_IN_FLIGHT = 32
+SLUG = "bench"
+Emit = Callable[[dict[str, Any]], None]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Result:
+    bench: str
+    mode: str
+    messages: int
+    rate: float | None
+    latencies_ms: list[float] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    errors: int = 0
+
+    def summary(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ms)
+
+        def pct(p: float) -> float | None:
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))], 3) if lat else None
+
+        return {
+            "bench": self.bench,
+            "mode": self.mode,
+            "rate": self.rate,
+            "messages": self.messages,
+            "acked": len(lat),
+            "errors": self.errors,
+            "msgs_per_sec": round(len(lat) / self.elapsed_s, 1) if self.elapsed_s else None,
+            "p50_ms": pct(0.50),
+            "p99_ms": pct(0.99),
+            "max_ms": round(lat[-1], 3) if lat else None,
+            "mean_ms": round(statistics.fmean(lat), 3) if lat else None,
+        }
+
+
+async def drive(
+    count: int,
+    rate: float | None,
+    send: Callable[[int], Coroutine[Any, Any, None]],
+    *,
+    in_flight: int,
+) -> None:
+    """Call ``send(i)`` for every i: at ``rate`` per second on a fixed schedule (a late send does
+    not delay the next ones), or as fast as ``in_flight`` concurrent senders go."""
+    if rate is None:
+        counter = iter(range(count))
+
+        async def worker() -> None:
+            for i in counter:
+                await send(i)
+
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        return
+    loop = asyncio.get_running_loop()
+    start, tasks = loop.time(), list[asyncio.Task[None]]()
+    for i in range(count):
+        delay = start + i / rate - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(send(i)))
+    await asyncio.gather(*tasks)
+
+
+# -- the gateway ----------------------------------------------------------------------------
+
+
+@dataclass
+class Agent:
+    address: str
+    key: Any
+    key_id: str = ""
+    credential: str = ""
+
+
+@dataclass
+class Deployment:
+    """PostgreSQL, NATS and one gateway process, all throwaway unless URLs were given."""
+
+    root: Path
+    database_url: str | None
+    nats_url: str | None
+    workers: int
+    port: int = field(default_factory=free_port)
+    postgres: EmbeddedPostgres | None = None
+    nats_server: EmbeddedNats | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start_services(self) -> None:
+        if self.nats_url is None:
+            self.nats_server = EmbeddedNats(store_dir=self.root / "nats", port=free_port())
+            self.nats_url = self.nats_server.start()
+        server_url = self.database_url
+        if server_url is None:
+            self.postgres = EmbeddedPostgres(data_dir=self.root / "pg", port=free_port())
+            server_url = self.postgres.start()
+        name = f"agentbus_bench_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')  # name is ours, not input
+        self.database_url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
+
+    def start_gateway(self) -> None:
+        if self.database_url is None or self.nats_url is None:
+            raise RuntimeError("start_services first")
+        env = {
+            **os.environ,
+            "AGENTBUS_DATABASE_URL": self.database_url,
+            "AGENTBUS_NATS_URL": self.nats_url,
+            "AGENTBUS_CONFIG_DIR": str(self.root / "config"),
+        }
+        command = [sys.executable, "-m", "agentbus.cli", "serve", "--port", str(self.port)]
+        command += ["--workers", str(self.workers)]
+        with (self.root / "gateway.log").open("wb") as log:
+            self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError((self.root / "gateway.log").read_text()[-3000:])
+            with suppress(httpx.TransportError):
+                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.2)
+        raise RuntimeError("the gateway did not become ready in 90 s")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        if self.nats_server is not None:
+            self.nats_server.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+async def make_tenant(database_url: str, keyring: Path) -> str:
+    """Migrate, then a tenant and workspace; returns the bootstrap integration token."""
+    await db.migrator().migrate(database_url)
+    pool = await db.open_app_pool(database_url, max_size=2)
+    try:
+        operator = Ctx(pool, Actor.operator("cli:bench"), keyring=load_or_create_keyring(keyring))
+        owner = OwnerSpec(f"owner@{SLUG}.example", "oidc:bench", f"{SLUG}-owner")
+        created = await tenants.create_tenant(
+            operator, slug=SLUG, display_name="Bench", owner=owner
+        )
+        if created.owner_user is None or created.bootstrap_token is None:
+            raise RuntimeError("the tenant was created without an owner or token")
+        tid = created.tenant["id"]
+        as_owner = Ctx(pool, Actor.user(tid, created.owner_user["id"]))
+        await workspaces.create_workspace(as_owner, tid, slug="main", display_name="main")
+        return created.bootstrap_token.plaintext
+    finally:
+        await pool.close()
+
+
+async def enroll(client: httpx.AsyncClient, token: str, name: str) -> Agent:
+    agent = Agent(f"agent://{SLUG}/main/{name}", generate_key())
+    bearer = {"Authorization": f"Bearer {token}"}
+    body = {"workspace": "main", "name": name, "public_key": public_key_b64url(agent.key),
+            "proof": key_proof(agent.key, agent.address, datetime.now(UTC))}  # fmt: skip
+    reply = await client.post("/v1/agents", json=body, headers=bearer)
+    reply.raise_for_status()
+    agent_id, agent.key_id = reply.json()["agent"]["id"], reply.json()["key"]["id"]
+    proof = key_proof(agent.key, agent_id, datetime.now(UTC), kid=agent.key_id)
+    issued = await client.post(
+        f"/v1/agents/{agent_id}/credentials", json={"proof": proof}, headers=bearer
+    )
+    issued.raise_for_status()
+    agent.credential = issued.json()["access_token"]
+    return agent
+
+
+class GatewayBench:
+    def __init__(self, url: str, sender: Agent, receiver: Agent) -> None:
+        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        self.send_client = httpx.AsyncClient(base_url=url, limits=limits, timeout=30)
+        self.recv_client = httpx.AsyncClient(base_url=url, timeout=60)
+        self.sender, self.receiver = sender, receiver
+        self.conversation: str | None = None
+
+    async def aclose(self) -> None:
+        await self.send_client.aclose()
+        await self.recv_client.aclose()
+
+    def envelope(self, n: int) -> bytes:
+        env = build_envelope(
+            type="agentbus.message.v1", source=self.sender.address,
+            recipient=self.receiver.address, data={"text": f"bench message {n}"},
+            key_id=self.sender.key_id, conversation=self.conversation,
+        )  # fmt: skip
+        self.conversation = self.conversation or env["conversation"]
+        return canonical_json(sign_envelope(env, self.sender.key))
+
+    async def run(self, result: Result, *, in_flight: int = UNPACED_IN_FLIGHT) -> Result:
+        sent_at: dict[str, float] = {}
+        remaining = result.messages
+        done = asyncio.Event()
+        headers = {"Authorization": f"Bearer {self.sender.credential}",
+                   "Content-Type": "application/json"}  # fmt: skip
+
+        async def send(n: int) -> None:
+            nonlocal remaining
+            body = self.envelope(n)
+            msg_id = json.loads(body)["id"]
+            sent_at[msg_id] = time.perf_counter()
+            reply = await self.send_client.post("/v1/messages", content=body, headers=headers)
+            if reply.status_code != 202:
+                result.errors += 1
+                sent_at.pop(msg_id, None)
+                remaining -= 1
+                if remaining <= 0:
+                    done.set()
+
+        async def receive() -> None:
+            nonlocal remaining
+            bearer = {"Authorization": f"Bearer {self.receiver.credential}"}
+            while remaining > 0:
+                pulled = await self.recv_client.get(
+                    "/v1/inbox", params={"wait_s": 2, "max": 100}, headers=bearer
+                )
+                pulled.raise_for_status()
+                deliveries = pulled.json().get("deliveries") or []
+                if not deliveries:
+                    continue
+                stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+                reads = [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
+                         for d in deliveries]  # fmt: skip
+                answer = await self.recv_client.post(
+                    "/v1/inbox/read", json={"reads": reads}, headers=bearer
+                )
+                answer.raise_for_status()
+                now = time.perf_counter()
+                for item in answer.json().get("results", []):
+                    started = sent_at.pop(str(item.get("msg_id")), None)
+                    if started is None:
+                        continue
+                    if item.get("result") == "ok":
+                        result.latencies_ms.append((now - started) * 1000)
+                    else:
+                        result.errors += 1
+                    remaining -= 1
+            done.set()
+
+        receiver = asyncio.create_task(receive())
+        begin = time.perf_counter()
+        await drive(result.messages, result.rate, send, in_flight=in_flight)
+        await asyncio.wait_for(done.wait(), timeout=120)
+        result.elapsed_s = time.perf_counter() - begin
+        receiver.cancel()
+        with suppress(asyncio.CancelledError):
+            await receiver
+        return result
+
+
+# -- raw JetStream --------------------------------------------------------------------------
+
+
+async def raw_nats(nats_url: str, result: Result, payload: bytes) -> Result:
+    nc = await nats.connect(nats_url)
+    js = nc.jetstream()
+    tag = uuid.uuid4().hex[:12]
+    stream, subject = f"BENCH_{tag}", f"bench.{tag}.inbox"
+    await js.add_stream(StreamConfig(name=stream, subjects=[subject], storage=StorageType.FILE))
+    consumer = ConsumerConfig(durable_name="reader", ack_policy=AckPolicy.EXPLICIT,
+                              max_ack_pending=1000, ack_wait=30)  # fmt: skip
+    sub = await js.pull_subscribe(subject, durable="reader", stream=stream, config=consumer)
+    sent_at: dict[str, float] = {}
+    remaining = result.messages
+
+    async def send(n: int) -> None:
+        msg_id = f"{tag}-{n}"
+        sent_at[msg_id] = time.perf_counter()
+        await js.publish(subject, payload, headers={"Nats-Msg-Id": msg_id})
+
+    async def receive() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            try:
+                batch = await sub.fetch(100, timeout=2)
+            except nats.errors.TimeoutError:
+                continue
+            await asyncio.gather(*(m.ack_sync() for m in batch))
+            now = time.perf_counter()
+            for m in batch:
+                started = sent_at.pop((m.headers or {}).get("Nats-Msg-Id", ""), None)
+                if started is not None:
+                    result.latencies_ms.append((now - started) * 1000)
+                    remaining -= 1
+
+    try:
+        receiver = asyncio.create_task(receive())
+        begin = time.perf_counter()
+        await drive(result.messages, result.rate, send, in_flight=UNPACED_IN_FLIGHT)
+        await asyncio.wait_for(receiver, timeout=120)
+        result.elapsed_s = time.perf_counter() - begin
+    finally:
+        with suppress(Exception):
+            await js.delete_stream(stream)
+        await nc.close()
+    return result
+
+
+# -- the command ----------------------------------------------------------------------------
+
+
+@contextmanager
+def workdir() -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="agentbus-bench-"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def goals(paced: dict[str, Any], unpaced: dict[str, Any]) -> dict[str, Any]:
+    p50, p99, rate = paced["p50_ms"], paced["p99_ms"], unpaced["msgs_per_sec"]
+    return {
+        "goals": {
+            f"p50_ms<{GOAL_P50_MS:g}@{paced['rate']:g}/s": p50 is not None and p50 < GOAL_P50_MS,
+            f"p99_ms<{GOAL_P99_MS:g}@{paced['rate']:g}/s": p99 is not None and p99 < GOAL_P99_MS,
+            f"msgs_per_sec>={GOAL_MSGS_PER_SEC:g}": rate is not None and rate >= GOAL_MSGS_PER_SEC,
+        }
+    }
+
+
+async def run_bench(
+    dep: Deployment, messages: int, rate: float, warmup: int, emit: Emit, raw: bool
+) -> None:
+    token = await make_tenant(str(dep.database_url), dep.root / "config" / "keyring.json")
+    await asyncio.to_thread(dep.start_gateway)
+    async with httpx.AsyncClient(base_url=dep.url, timeout=30) as client:
+        sender, receiver = (
+            await enroll(client, token, "sender"),
+            await enroll(client, token, "receiver"),
+        )
+    bench = GatewayBench(dep.url, sender, receiver)
+    try:
+        if warmup:
+            await bench.run(Result("gateway", "warmup", warmup, None), in_flight=4)
+        paced = (await bench.run(Result("gateway", "paced", messages, rate))).summary()
+        emit(paced)
+        unpaced = (await bench.run(Result("gateway", "unpaced", messages, None))).summary()
+        emit(unpaced)
+        payload = bench.envelope(0)
+    finally:
+        await bench.aclose()
+    if raw:
+        nats_url = str(dep.nats_url)
+        for mode, pace in (("paced", rate), ("unpaced", None)):
+            ceiling = await raw_nats(nats_url, Result("nats", mode, messages, pace), payload)
+            emit(ceiling.summary())
+    emit(goals(paced, unpaced))
+
+
+def bench(
+    messages: int,
+    rate: float,
+    *,
+    database_url: str | None = None,
+    nats_url: str | None = None,
+    workers: int = 1,
+    warmup: int = 200,
+    raw: bool = True,
+    emit: Emit | None = None,
+) -> None:
+    """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
+    out = emit or (lambda row: print(json.dumps(row), flush=True))
+    with workdir() as root:
+        dep = Deployment(root, database_url, nats_url, workers)
+        try:
+            dep.start_services()
+            asyncio.run(run_bench(dep, messages, rate, warmup, out, raw))
+        finally:
+            dep.stop()
