@@ -11,11 +11,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from platformkit.testing.services import service_missing
 from strataplane.testing import IMPLEMENTED_TABLES
 
 _CANDIDATES = (
     os.environ.get("STRATAPLANE_SCHEMA_SPEC", ""),
-    str(Path(__file__).resolve().parents[3] / "spec" / "strataplane-schema.md"),
+    # CI and every checkout keep shared/ beside the repository.
+    str(Path(__file__).resolve().parents[4] / "shared" / "spec" / "strataplane-schema.md"),
     "/work/shared/spec/strataplane-schema.md",
 )
 _HEADER = "Column\tType\tNull\tDefault\tDescription"
@@ -40,7 +42,7 @@ def _spec_path() -> Path:
     for candidate in _CANDIDATES:
         if candidate and Path(candidate).is_file():
             return Path(candidate)
-    pytest.skip("spec/strataplane-schema.md not found; set STRATAPLANE_SCHEMA_SPEC")
+    service_missing("shared/spec/strataplane-schema.md", "set STRATAPLANE_SCHEMA_SPEC to its path")
 
 
 def parse_spec(text: str) -> Spec:
@@ -94,8 +96,11 @@ def _catalog(url: str, table: str) -> SpecTable:
             (name, typ, not notnull, default or "")
             for name, typ, notnull, default in conn.execute(
                 "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-                "pg_get_expr(d.adbin, d.adrelid) FROM pg_attribute a LEFT JOIN pg_attrdef d "
-                "ON d.adrelid = a.attrelid AND d.adnum = a.attnum WHERE a.attrelid = %s "
+                "CASE a.attgenerated WHEN 's' THEN 'generated: ' || btrim(regexp_replace("
+                "pg_get_expr(d.adbin, d.adrelid), '\\s+', ' ', 'g')) "
+                "ELSE pg_get_expr(d.adbin, d.adrelid) END "
+                "FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid "
+                "AND d.adnum = a.attnum WHERE a.attrelid = %s "
                 "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
                 oid,
             )

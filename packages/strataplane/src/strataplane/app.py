@@ -21,7 +21,10 @@ from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
 from strataplane import __version__, db
 from strataplane.actions import jobs
 from strataplane.actions.context import Services
+from strataplane.agents import telegraf
+from strataplane.agents.runtime import start_fleet
 from strataplane.api import v1
+from strataplane.api.v1 import fleet as fleet_api
 from strataplane.settings import Settings
 from strataplane.store import tenants
 
@@ -46,16 +49,18 @@ def create_app(
         services = Services(pool, settings, password_policy=password_policy)
         try:
             async with transaction(pool) as conn:
-                await tenants.ensure_installation(conn, settings.shards)
+                shards = await tenants.ensure_installation(conn, settings.shards)
             runner = JobRunner(
                 pool, db.QUEUE, jobs.tasks(pool), concurrency=settings.job_concurrency
             )
             await runner.start()
             services.jobs = runner
             app.state.services = services
+            fleet = await start_fleet(app, pool, shards)
             try:
                 yield
             finally:
+                await fleet.stop()
                 await runner.stop()
         finally:
             await pool.close()
@@ -74,5 +79,8 @@ def create_app(
         scope=rls_scope(db.SCOPE),
     )
     app.include_router(v1.router)
+    app.include_router(fleet_api.router)
+    # The agents' hot path: plain Starlette routes, matched before the management API's.
+    app.router.routes[0:0] = telegraf.routes()
     add_readiness_check(app, "database", pool_check(lambda: app.state.services.pool))
     return app

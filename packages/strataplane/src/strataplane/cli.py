@@ -11,13 +11,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from strataplane import db
+from strataplane import cli_spec, db
+from strataplane.cli_fleet import register as register_fleet
 from strataplane.settings import Settings
 
 app = typer.Typer(
     help="strataplane: a control plane for telemetry agent fleets.", no_args_is_help=True
 )
 console = Console(stderr=True, soft_wrap=True)
+register_fleet(app)  # explain, simulate telegraf, bench fleet
 DatabaseUrl = Annotated[
     str | None,
     typer.Option(
@@ -122,6 +124,9 @@ def create_admin(
 
 audit_app = typer.Typer(help="The audit chains.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
+app.command("login")(cli_spec.login)
+app.add_typer(cli_spec.cs_app, name="cs")
+app.add_typer(cli_spec.spec_app, name="spec")
 
 
 @audit_app.command("verify")

@@ -53,6 +53,22 @@ IMPLEMENTED_TABLES = (
     "idempotency_key",
     "audit_event",
     "platform_audit_event",
+    # the fleet (migrations 0010-0012)
+    "host",
+    "host_label",
+    "network_zone",
+    "enrollment_token",
+    "trust_anchor",
+    "artifact",
+    "agent_instance",
+    "class_default",
+    "class_served",
+    "agent_credential",
+    "agent_status_event",
+    "agent_log_entry",
+    "rollout",
+    "release",
+    "change_set_impact",
 )
 
 

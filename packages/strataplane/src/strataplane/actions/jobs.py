@@ -9,6 +9,7 @@ from uuid import UUID
 from platformkit.db.scope import Pool, platform_transaction
 from platformkit.jobs import Task, TaskContext
 
+from strataplane.actions import validation
 from strataplane.actions.tenants import DELETE_TASK
 from strataplane.db import SCOPE
 from strataplane.store import operations, platform_audit, purge, tenants
@@ -53,4 +54,4 @@ def tasks(pool: Pool) -> list[Task]:
         op, tenant = UUID(params["operation_id"]), UUID(params["tenant_id"])
         return await ctx.step("purge", lambda: run_tenant_deletion(pool, op, tenant))
 
-    return [Task(DELETE_TASK, tenant_delete, max_attempts=3)]
+    return [Task(DELETE_TASK, tenant_delete, max_attempts=3), *validation.tasks(pool)]

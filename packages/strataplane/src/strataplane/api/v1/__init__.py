@@ -6,15 +6,19 @@ from strataplane.api.v1 import (
     audit,
     auth,
     bindings,
+    change_sets,
     members,
     platform,
     service_accounts,
+    spec,
     teams,
     tokens,
 )
 
 router = APIRouter(prefix="/api/v1")
-for module in (auth, platform, members, teams, service_accounts, bindings, tokens, audit):
+for module in (auth, platform, members, teams, service_accounts, bindings, tokens, audit, spec):
     router.include_router(module.router)
+router.include_router(change_sets.router)
+router.include_router(change_sets.operations_router)
 
 __all__ = ["router"]

@@ -1,0 +1,72 @@
+"""Desired state: render agents at their desired revision and record the result.
+
+The desired revision of an agent is the release pointer of its kind (pins and rollouts are not
+built yet). Renders go through the process's render cache, so agents with equal render inputs
+share one render; each distinct artifact is inserted once per call. A failed render keeps the
+previous artifact and sets ``render_error``: a broken render never reaches an agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+from platformkit.db.scope import Conn
+
+from strataplane.render.cache import supported_version
+from strataplane.render.service import RENDERER
+from strataplane.store import fleet_notify, fleet_spec
+from strataplane.store.fleet_desired import DesiredUpdate, RenderInput, render_inputs, write_desired
+
+__all__ = ["refresh_agents", "render_and_write"]
+
+
+async def render_and_write(
+    conn: Conn,
+    tenant_id: UUID,
+    inputs: Sequence[RenderInput],
+    revision_id: int,
+    agent_url: str,
+    *,
+    notify: bool = True,
+) -> int:
+    """Render ``inputs`` at ``revision_id`` and write their desired state; rows changed.
+    ``notify`` False leaves telling the replicas to the caller (one notice per pass)."""
+    tree = await RENDERER.tree(conn, tenant_id, revision_id)
+    updates: list[DesiredUpdate] = []
+    stored: set[bytes] = set()
+    for agent in inputs:
+        if not supported_version(agent.kind, agent.version):
+            updates.append(DesiredUpdate(agent.id, revision_id, None, unsupported=True))
+            continue
+        result = RENDERER.render(
+            tenant_id, tree, agent.kind, agent.version, agent.labels, agent_url
+        )
+        art = result.artifact
+        if art is not None and art.hash not in stored:
+            await RENDERER.store(conn, tenant_id, agent.kind, art)
+            stored.add(art.hash)
+        updates.append(DesiredUpdate(agent.id, revision_id, art.hash if art else None))
+    changed = await write_desired(conn, tenant_id, updates)
+    if changed and notify:
+        if len(inputs) == 1:
+            await fleet_notify.agent_changed(conn, tenant_id, inputs[0].id)
+        else:
+            await fleet_notify.tenant_changed(conn, tenant_id)
+    return changed
+
+
+async def refresh_agents(
+    conn: Conn, tenant_id: UUID, agent_ids: Sequence[UUID], agent_url: str
+) -> int:
+    """Re-render these agents at the release pointer (after a label or version change)."""
+    if not agent_ids:
+        return 0
+    inputs = await render_inputs(conn, tenant_id, agent_ids=agent_ids)
+    changed = 0
+    for kind in sorted({i.kind for i in inputs}):
+        revision = await fleet_spec.release_revision(conn, tenant_id, kind)
+        if revision is not None:
+            group = [i for i in inputs if i.kind == kind]
+            changed += await render_and_write(conn, tenant_id, group, revision, agent_url)
+    return changed

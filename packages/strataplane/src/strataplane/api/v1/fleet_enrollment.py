@@ -1,0 +1,143 @@
+"""Enrollment tokens (operators) and the enrollment exchange (agents' installers).
+
+``POST /api/v1/enroll/telegraf`` takes ``Authorization: Bearer spn_...`` and returns the agent's
+``spt_`` credential once, with the command line that runs Telegraf against this server. Neither
+response takes an Idempotency-Key: no stored response may hold a credential.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, Self
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, Header, Request
+from platformkit.http import no_idempotency_key
+from pydantic import Field
+
+from strataplane import errors
+from strataplane.actions import fleet_enrollment as enrollment
+from strataplane.agents.settings import FleetSettings
+from strataplane.agents.telegraf import CONFIG_PATH
+from strataplane.api.deps import TenantCtx, request_meta, services_of
+from strataplane.api.v1.common import Model
+
+router = APIRouter(tags=["fleet"])
+_NO_KEY = [Depends(no_idempotency_key)]
+
+
+def fleet_settings(request: Request) -> FleetSettings:
+    found: FleetSettings = request.app.state.fleet_settings
+    return found
+
+
+class EnrollmentTokenIn(Model):
+    name: str = Field(min_length=1, max_length=200)
+    agent_kind: Literal["telegraf"] = "telegraf"
+    labels: dict[str, Any] = Field(default_factory=dict, description="Source 'enrollment'.")
+    host_kind: Literal["server", "client", "pod"] = "server"
+    mode: Literal["enroll", "class", "pair"] = "enroll"
+    requires_approval: bool = False
+    max_uses: int | None = Field(None, ge=1)
+    expires_at: datetime | None = None
+
+
+class EnrollmentTokenOut(Model):
+    id: UUID
+    name: str
+    agent_kind: str
+    token_prefix: str
+    labels: dict[str, Any]
+    host_kind: str
+    mode: str
+    requires_approval: bool
+    max_uses: int | None
+    uses: int
+    expires_at: datetime | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class CreatedEnrollmentTokenOut(EnrollmentTokenOut):
+    token: str = Field(description="The enrollment token itself, shown only in this response.")
+
+    @classmethod
+    def of(cls, created: enrollment.CreatedEnrollmentToken) -> Self:
+        base = EnrollmentTokenOut.model_validate(created.token).model_dump()
+        return cls(**base, token=created.plaintext)
+
+
+@router.post("/enrollment-tokens", status_code=201, dependencies=_NO_KEY)
+async def create_enrollment_token(
+    ctx: TenantCtx, body: EnrollmentTokenIn
+) -> CreatedEnrollmentTokenOut:
+    created = await enrollment.create_enrollment_token(ctx, **body.model_dump())
+    return CreatedEnrollmentTokenOut.of(created)
+
+
+@router.get("/enrollment-tokens")
+async def list_enrollment_tokens(ctx: TenantCtx) -> list[EnrollmentTokenOut]:
+    found = await enrollment.list_enrollment_tokens(ctx)
+    return [EnrollmentTokenOut.model_validate(t) for t in found]
+
+
+@router.delete("/enrollment-tokens/{token_id}")
+async def revoke_enrollment_token(ctx: TenantCtx, token_id: UUID) -> EnrollmentTokenOut:
+    return EnrollmentTokenOut.model_validate(
+        await enrollment.revoke_enrollment_token(ctx, token_id)
+    )
+
+
+class EnrollIn(Model):
+    instance_id: str = Field(min_length=1, max_length=200, description="Telegraf instance_id.")
+    hostname: str = Field(min_length=1, max_length=253, description="FQDN or stable name.")
+
+
+class EnrolledOut(Model):
+    agent_id: UUID
+    host_id: UUID
+    instance_id: str
+    approved: bool
+    credential: str = Field(description="The agent's spt_ token, shown only in this response.")
+    config_url: str
+    environment: dict[str, str]
+    command: str
+
+
+@router.post("/enroll/telegraf", status_code=201, dependencies=_NO_KEY)
+async def enroll_telegraf(
+    request: Request,
+    body: EnrollIn,
+    authorization: Annotated[str | None, Header(description="Bearer spn_...")] = None,
+) -> EnrolledOut:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        raise errors.AuthRequired("use Authorization: Bearer <enrollment token>")
+    settings = fleet_settings(request)
+    meta = request_meta(request)
+    runtime = getattr(request.app.state, "fleet", None)
+    source = runtime.source_ip(request) if runtime is not None else meta.source_ip
+    done = await enrollment.enroll_agent(
+        services_of(request),
+        token.strip(),
+        instance_id=body.instance_id,
+        hostname=body.hostname,
+        source_ip=source,
+        agent_url=settings.agent_url,
+    )
+    url = settings.agent_url.rstrip("/") + CONFIG_PATH
+    env = {
+        "TELEGRAF_CONTROLLER_TOKEN": done.credential,  # Telegraf 1.39+, sent as Bearer
+        "INFLUX_TOKEN": done.credential,  # before 1.39, sent as Token
+        "STRATAPLANE_INSTANCE_ID": done.external_id,  # outputs.heartbeat instance_id
+    }
+    return EnrolledOut(
+        agent_id=done.agent_id,
+        host_id=done.host_id,
+        instance_id=done.external_id,
+        approved=done.approved,
+        credential=done.credential,
+        config_url=url,
+        environment=env,
+        command=f"telegraf --config {url} --config-url-watch-interval 30s",
+    )

@@ -1,0 +1,1 @@
+"""Background loops, split into find and act, run per controller shard by its leader."""

@@ -1,0 +1,87 @@
+"""The fleet controllers' leader loop: per controller shard (schema: controller_shard), one
+replica holds the advisory lock and, for every active tenant of the shard, reconciles desired
+state with the release pointer and marks silent agents (controllers/not_reporting.py).
+
+Taking a shard sets ``alive_at``, and ``resumed_at`` when no replica ran it for 10 minutes;
+the leader refreshes ``alive_at`` about once a minute. A NOTIFY ``release:<tenant>`` wakes the
+shard at once instead of at its next interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from uuid import UUID
+
+from platformkit.db.scope import Pool, platform_transaction, tenant_transaction
+from platformkit.jobs import LeaderLoop, LockKey, shard_keys
+
+from strataplane.agents.settings import FleetSettings
+from strataplane.controllers import not_reporting
+from strataplane.controllers.fleet_reconcile import Reconciler
+from strataplane.db import SCOPE
+
+LOOP_NAME = "strataplane.fleet"
+_TICK = 0.2
+
+
+class FleetControllers:
+    def __init__(self, pool: Pool, settings: FleetSettings, shards: int) -> None:
+        self.pool, self.settings = pool, settings
+        self.reconciler = Reconciler(pool, settings.agent_url)
+        self._woken: set[UUID] = set()
+        self._last_full: dict[int, float] = {}
+        self._alive: dict[int, float] = {}
+        self.loop = LeaderLoop(
+            pool, shard_keys(LOOP_NAME, shards), _TICK, self._body, on_gain=self._gain
+        )
+
+    async def start(self) -> None:
+        await self.loop.start()
+
+    async def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.loop.stop()
+
+    def wake(self, tenant_id: UUID) -> None:
+        self._woken.add(tenant_id)
+
+    async def _gain(self, key: LockKey) -> None:
+        async with platform_transaction(self.pool, SCOPE) as conn:
+            await conn.execute(
+                "INSERT INTO controller_shard (shard, alive_at, resumed_at) VALUES (%s, now(), "
+                "now()) ON CONFLICT (shard) DO UPDATE SET alive_at = now(), resumed_at = CASE "
+                "WHEN controller_shard.alive_at < now() - interval '10 minutes' THEN now() "
+                "ELSE controller_shard.resumed_at END",
+                (key[1],),
+            )
+        self._alive[key[1]] = time.monotonic()
+
+    async def _body(self, key: LockKey) -> None:
+        shard = key[1]
+        now = time.monotonic()
+        full = now - self._last_full.get(shard, 0.0) >= self.settings.controller_interval
+        async with platform_transaction(self.pool, SCOPE) as conn:
+            if now - self._alive.get(shard, 0.0) >= 60:
+                await conn.execute(
+                    "UPDATE controller_shard SET alive_at = now() WHERE shard = %s", (shard,)
+                )
+                self._alive[shard] = now
+            cur = await conn.execute(
+                "SELECT t.id, s.resumed_at FROM tenant t JOIN controller_shard s "
+                "ON s.shard = t.shard WHERE t.shard = %s AND t.state = 'active'",
+                (shard,),
+            )
+            tenants = [(r["id"], r["resumed_at"]) for r in await cur.fetchall()]
+        for tenant_id, resumed_at in tenants:
+            if not full and tenant_id not in self._woken:
+                continue
+            self._woken.discard(tenant_id)
+            await self.reconciler.reconcile(tenant_id)
+            if full:
+                async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
+                    await not_reporting.run(conn, tenant_id, resumed_at)
+        if full:
+            self._last_full[shard] = now
+        await asyncio.sleep(0)

@@ -1,0 +1,92 @@
+"""Time-based transitions of agent_instance (schema: agent_health, agent_sync), per tenant:
+
+- health ``not_reporting``: nothing received for 3 expected report intervals (Telegraf:
+  Settings ``telegraf.heartbeat.interval`` at the release pointer, default 1m), counted from
+  the later of ``last_seen_at`` and the ``resumed_at`` of the tenant's controller shard, so an
+  outage of every replica does not make every agent look silent. Agents that never reported
+  stay ``pending``. The next heartbeat sets health from its report again.
+- sync ``out_of_sync`` / ``reload_failed``: the desired artifact was served and is still not
+  applied 3 intervals later (Telegraf exits when a reload fails).
+- sync ``out_of_sync`` / ``watcher_stalled``: a new desired artifact has not been fetched for 3
+  intervals while the agent keeps reporting: its config-URL watcher stopped polling.
+
+Find and act are one statement each: the UPDATE re-checks every condition on the current row,
+so running it twice or on two replicas changes nothing more. Transitions are recorded in
+agent_status_event.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from uuid import UUID
+
+from platformkit.db.scope import Conn
+
+from strataplane.domain.spec.fields import parse_duration
+from strataplane.render.service import RENDERER
+from strataplane.store import fleet_spec
+
+MISSED = 3
+_DEFAULT_MS = 60_000
+
+_HEALTH = """
+WITH old AS (
+    SELECT id, health::text AS health FROM agent_instance
+    WHERE tenant_id = %(t)s AND kind = 'telegraf' AND health NOT IN ('pending', 'not_reporting')
+    AND greatest(last_seen_at, %(resumed)s) < now() - %(silence)s * interval '1 millisecond'
+), upd AS (
+    UPDATE agent_instance a SET health = 'not_reporting',
+        health_message = 'no report for ' || %(missed)s || ' heartbeat intervals'
+    FROM old WHERE a.tenant_id = %(t)s AND a.id = old.id AND a.health NOT IN
+        ('pending', 'not_reporting')
+    AND greatest(a.last_seen_at, %(resumed)s) < now() - %(silence)s * interval '1 millisecond'
+    RETURNING a.id
+)
+INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, to_value)
+SELECT %(t)s, upd.id, 'health', old.health, 'not_reporting' FROM upd JOIN old ON old.id = upd.id
+"""
+
+_SYNC = """
+WITH upd AS (
+    UPDATE agent_instance a SET sync = 'out_of_sync',
+        sync_reason = CASE WHEN a.served_artifact = a.desired_artifact THEN 'reload_failed'
+                           ELSE 'watcher_stalled' END
+    WHERE a.tenant_id = %(t)s AND a.kind = 'telegraf' AND a.sync = 'updating'
+    AND a.desired_artifact IS NOT NULL AND a.applied_artifact IS DISTINCT FROM a.desired_artifact
+    AND (
+        (a.served_artifact = a.desired_artifact
+         AND a.served_at < now() - %(grace)s * interval '1 millisecond')
+        OR (a.served_artifact IS DISTINCT FROM a.desired_artifact AND a.served_artifact IS NOT NULL
+            AND a.desired_since < now() - %(grace)s * interval '1 millisecond'
+            AND greatest(a.last_seen_at, %(resumed)s)
+                > now() - %(grace)s * interval '1 millisecond')
+    )
+    RETURNING a.id, a.sync_reason
+)
+INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, to_value, detail)
+SELECT %(t)s, id, 'sync', 'updating', 'out_of_sync', jsonb_build_object('reason', sync_reason)
+FROM upd
+"""
+
+
+async def report_interval_ms(conn: Conn, tenant_id: UUID) -> int:
+    """Telegraf's heartbeat interval at the release pointer."""
+    revision = await fleet_spec.release_revision(conn, tenant_id, "telegraf")
+    if revision is None:
+        return _DEFAULT_MS
+    tree = await RENDERER.tree(conn, tenant_id, revision)
+    return parse_duration(tree.heartbeat_interval) or _DEFAULT_MS
+
+
+async def run(conn: Conn, tenant_id: UUID, resumed_at: datetime) -> None:
+    """One pass over the tenant's agents, in the caller's tenant transaction."""
+    interval = await report_interval_ms(conn, tenant_id)
+    params = {
+        "t": tenant_id,
+        "resumed": resumed_at,
+        "silence": MISSED * interval,
+        "grace": MISSED * interval,
+        "missed": MISSED,
+    }
+    await conn.execute(_HEALTH, params)
+    await conn.execute(_SYNC, params)

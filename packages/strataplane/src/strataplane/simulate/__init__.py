@@ -1,0 +1,1 @@
+"""Simulated agents and fleet seeding for tests and benchmarks (not used by the server)."""

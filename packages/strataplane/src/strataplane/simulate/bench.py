@@ -1,0 +1,114 @@
+"""``strataplane bench fleet``: the fleet loop under load, measured from outside the server.
+
+The server runs under granian in its own process on a fresh database; the simulated fleet runs
+in another process (``strataplane simulate telegraf``); this process seeds the tenant and the
+fleet, reads the simulator's windows and watches the database. Figures:
+
+- ``polls_per_sec`` and ``p99_ms``: requests the simulator completed per second (HEAD polls,
+  heartbeats, GETs) and their 99th percentile latency, in steady state;
+- ``render_seconds``: from the merge (a new revision changing every agent's configuration)
+  until every agent's desired artifact is rendered;
+- ``seconds_until_in_sync``: from the merge until every agent applied it (proved by its
+  heartbeat) and is ``in_sync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from strataplane import db
+
+GROUPS = 50
+
+
+def spec_files(interval: float, percpu: str) -> dict[str, str]:
+    seconds = f"{max(1, round(interval))}s"
+    files = {
+        "settings.toml": f'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "{seconds}"\n',
+        "routes/influx.toml": 'agentKind = "telegraf"\nowner = "platform"\n\n'
+        '[config.outputs.influxdb_v2.main]\nurls = ["https://influx.example.com"]\n',
+        "layers/base.toml": 'agentKind = "telegraf"\nowner = "platform"\nroutes = ["influx"]\n\n'
+        f"[config.inputs.cpu.default]\npercpu = {percpu}\n",
+    }
+    for g in range(GROUPS):
+        files[f"layers/group-{g:02d}.toml"] = (
+            f'agentKind = "telegraf"\nowner = "platform"\nprecedence = 100\n\n'
+            f'[config.global_tags]\ngroup = "g{g:02d}"\n\n'
+            f'[selector.matchLabels]\ngroup = "g{g:02d}"\n'
+        )
+    return files
+
+
+def _count(url: str, sql: str, params: tuple[Any, ...]) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql, params).fetchone()
+    return int(row[0]) if row else 0
+
+
+def wait_for(url: str, sql: str, params: tuple[Any, ...], want: int, timeout: float) -> float:
+    """Seconds until ``sql`` counts ``want`` rows (raises TimeoutError)."""
+    started = time.monotonic()
+    while _count(url, sql, params) < want:
+        if time.monotonic() - started > timeout:
+            raise TimeoutError(f"{sql} did not reach {want} in {timeout}s")
+        time.sleep(0.05)
+    return time.monotonic() - started
+
+
+def fresh_database(configured: str | None) -> str:
+    from platformkit.db.pool import with_database
+    from platformkit.db.server import admin_url_for
+
+    name = "strataplane_bench"
+    url = with_database(configured, name) if configured else admin_url_for(None, name)
+    with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS strataplane_bench WITH (FORCE)")
+        conn.execute("CREATE DATABASE strataplane_bench")
+    asyncio.run(db.migrator().migrate(url))
+    return url
+
+
+def start_simulator(
+    base: str, creds: Path, agents: int, interval: float, duration: float, connections: int
+) -> subprocess.Popen[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "strataplane.cli",
+        "simulate",
+        "telegraf",
+        "--url",
+        base,
+        "--credentials",
+        str(creds),
+        "--agents",
+        str(agents),
+        "--watch-interval",
+        str(interval),
+        "--duration",
+        str(duration),
+        "--connections",
+        str(connections),
+        "--report-every",
+        str(interval),
+    ]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: S603
+
+
+def credentials_file(rows: list[tuple[Any, str, str]]) -> Path:
+    handle, name = tempfile.mkstemp(prefix="sp-bench-", suffix=".json")
+    os.close(handle)
+    path = Path(name)
+    path.write_text(json.dumps([[instance, token] for _id, instance, token in rows]))
+    path.chmod(0o600)
+    return path

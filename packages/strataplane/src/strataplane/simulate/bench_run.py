@@ -1,0 +1,168 @@
+"""The sequence of ``strataplane bench fleet`` (see simulate/bench.py for the figures)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+from uuid import UUID
+
+from platformkit.http import start_server
+from platformkit.testing.services import free_port
+
+from strataplane import db
+from strataplane.simulate import bench
+
+_AGENTS = "SELECT count(*) FROM strataplane.agent_instance WHERE tenant_id = %s "
+
+
+async def _seed(url: str, agents: int, interval: float) -> tuple[UUID, int, list[Any]]:
+    from platformkit.db.pool import open_pool
+    from pydantic import SecretStr
+
+    from strataplane.actions.context import Services
+    from strataplane.settings import Settings
+    from strataplane.simulate.seed import publish, seed_fleet
+    from strataplane.testing import Seed
+
+    pool = await open_pool(db.app_url(url), min_size=1, max_size=4)
+    try:
+        services = Services(pool, Settings(database_url=SecretStr(url)))
+        tenant, _admin = await Seed(services).tenant("bench")
+        revision = await publish(pool, tenant.id, bench.spec_files(interval, "false"), "r-a")
+        groups = [{"group": f"g{g:02d}"} for g in range(bench.GROUPS)]
+        rows = await seed_fleet(pool, tenant.id, agents, groups)
+        return tenant.id, revision, rows
+    finally:
+        await pool.close()
+
+
+async def _merge(url: str, tenant_id: UUID, interval: float) -> int:
+    from platformkit.db.pool import open_pool
+
+    from strataplane.simulate.seed import publish
+
+    pool = await open_pool(db.app_url(url), min_size=1, max_size=2)
+    try:
+        return await publish(pool, tenant_id, bench.spec_files(interval, "true"), "r-b")
+    finally:
+        await pool.close()
+
+
+def _reader(stream: IO[str], windows: list[dict[str, Any]]) -> None:
+    for line in stream:
+        if line.startswith("{"):
+            windows.append(json.loads(line))
+
+
+def run(
+    agents: int, interval: float, workers: int, connections: int, configured: str | None
+) -> list[dict[str, Any]]:
+    url = bench.fresh_database(configured)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    os.environ.update(
+        {
+            "STRATAPLANE_DATABASE_URL": url,
+            "STRATAPLANE_SHARDS": "4",
+            "STRATAPLANE_FLEET_AGENT_URL": base,
+            "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": str(min(5.0, interval / 2)),
+        }
+    )
+    log = Path(tempfile.gettempdir()) / f"sp-bench-server-{port}.log"
+    server = start_server(
+        "strataplane.app:create_app",
+        port=port,
+        workers=workers,
+        factory=True,
+        log_level="warning",
+        log_file=log,
+    )
+    sim = None
+    try:
+        server.wait_ready(120)
+        tenant, first, rows = asyncio.run(_seed(url, agents, interval))
+        t = (tenant,)
+        bench.wait_for(url, _AGENTS + "AND desired_revision_id = %s", (*t, first), agents, 300)
+        creds = bench.credentials_file(rows)
+        sim = bench.start_simulator(base, creds, agents, interval, 3600, connections)
+        windows: list[dict[str, Any]] = []
+        assert sim.stdout is not None
+        threading.Thread(target=_reader, args=(sim.stdout, windows), daemon=True).start()
+        in_sync = _AGENTS + "AND applied_revision_id = %s AND sync = 'in_sync'"
+        bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120)
+        mark = len(windows)
+        time.sleep(4 * interval)
+        steady = windows[mark:]
+        merged_at = time.monotonic()
+        second = asyncio.run(_merge(url, tenant, interval))
+        render = bench.wait_for(
+            url, _AGENTS + "AND desired_revision_id = %s", (*t, second), agents, 300
+        )
+        bench.wait_for(
+            url,
+            _AGENTS + "AND served_artifact = desired_artifact AND desired_revision_id = %s",
+            (*t, second),
+            agents,
+            20 * interval + 120,
+        )
+        served = time.monotonic() - merged_at
+        bench.wait_for(url, in_sync, (*t, second), agents, 20 * interval + 120)
+        applied = time.monotonic() - merged_at
+        creds.unlink()
+    finally:
+        if sim is not None:
+            sim.terminate()
+            sim.wait(30)
+        server.stop()
+    seconds = sum(interval for _w in steady) or 1.0
+    requests = sum(int(w["requests"]) for w in steady)
+    workload = {
+        "agents": agents,
+        "interval_s": interval,
+        "server_workers": workers,
+        "label_sets": bench.GROUPS,
+        "simulator_connections": connections,
+    }
+    return [
+        {
+            "figure": "polls_per_sec",
+            "value": round(requests / seconds, 1),
+            "unit": "req/s",
+            "workload": workload,
+            "note": "HEAD polls, heartbeats and GETs completed, steady state",
+        },
+        {
+            "figure": "p99_ms",
+            "value": max((float(w["p99_ms"]) for w in steady), default=0.0),
+            "unit": "ms",
+            "workload": workload,
+            "note": "worst 99th percentile of the windows",
+        },
+        {
+            "figure": "render_seconds",
+            "value": round(render, 2),
+            "unit": "s",
+            "workload": workload,
+            "note": "merge -> every desired artifact rendered",
+        },
+        {
+            "figure": "seconds_until_served",
+            "value": round(served, 2),
+            "unit": "s",
+            "workload": workload,
+            "note": "merge -> every agent fetched the new artifact",
+        },
+        {
+            "figure": "seconds_until_in_sync",
+            "value": round(applied, 2),
+            "unit": "s",
+            "workload": workload,
+            "note": "merge -> every heartbeat proves it applied",
+        },
+    ]

@@ -1,0 +1,293 @@
+"""The fleet loop end to end against the real served app (granian in its own process):
+enroll -> render -> fetch -> heartbeat -> in_sync with simulated Telegraf instances; a new
+revision reaches a watching agent; a broken render never reaches it; Last-Modified and the
+watcher's first-tick baseline; silence becomes not_reporting."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import pytest
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import tenant_transaction
+from platformkit.http import Server, start_server
+from platformkit.passwords import FAST_TEST_POLICY
+from platformkit.testing.databases import DatabaseFactory
+from platformkit.testing.services import free_port
+from pydantic import SecretStr
+from strataplane import db
+from strataplane.actions import fleet_enrollment, tokens
+from strataplane.actions.context import Services
+from strataplane.db import SCOPE
+from strataplane.domain.fleet_status import http_date
+from strataplane.settings import Settings
+from strataplane.simulate.http import HttpPool
+from strataplane.simulate.seed import publish
+from strataplane.simulate.telegraf import SimulatedTelegraf
+from strataplane.store import fleet_agents
+from strataplane.testing import Seed
+
+LAYER = """agentKind = "telegraf"
+owner = "platform"
+routes = ["influx"]
+
+[config.inputs.cpu.default]
+percpu = {percpu}
+"""
+ROUTE = """agentKind = "telegraf"
+owner = "platform"
+
+[config.outputs.influxdb_v2.main]
+urls = ["https://influx.example.com"]
+"""
+SETTINGS = 'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n'
+
+
+def tree(percpu: str = "false", **extra: str) -> dict[str, str]:
+    return {
+        "layers/base.toml": LAYER.format(percpu=percpu),
+        "routes/influx.toml": ROUTE,
+        "settings.toml": SETTINGS,
+        **extra,
+    }
+
+
+@dataclass
+class Fleet:
+    services: Services
+    tenant_id: UUID
+    base_url: str
+    pool: HttpPool
+    admin_token: str
+    enroll_token: str
+
+    async def enroll(self, name: str) -> dict[str, Any]:
+        reply = await self.pool.request(
+            "POST",
+            "/api/v1/enroll/telegraf",
+            {"Authorization": f"Bearer {self.enroll_token}", "Content-Type": "application/json"},
+            f'{{"instance_id": "{name}", "hostname": "{name}.example.com"}}'.encode(),
+        )
+        assert reply.status == 201, reply.body
+        import json
+
+        body: dict[str, Any] = json.loads(reply.body)
+        return body
+
+    def telegraf(self, enrolled: dict[str, Any], **options: Any) -> SimulatedTelegraf:
+        return SimulatedTelegraf(
+            self.pool,
+            "/agents/telegraf/config",
+            dict(enrolled["environment"]),
+            watch_interval=options.pop("watch_interval", 0.3),
+            retry_delay=0.1,
+            **options,
+        )
+
+    async def agent(self, agent_id: str) -> fleet_agents.Agent:
+        async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
+            found = await fleet_agents.get_agent(conn, self.tenant_id, UUID(agent_id))
+        assert found is not None
+        return found
+
+    async def until(
+        self, agent_id: str, check: Callable[[fleet_agents.Agent], bool], within: float = 15
+    ) -> fleet_agents.Agent:
+        deadline = asyncio.get_running_loop().time() + within
+        while True:
+            agent = await self.agent(agent_id)
+            if check(agent):
+                return agent
+            assert asyncio.get_running_loop().time() < deadline, agent
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
+    url = database_factory.create(strataplane_template, stem="spe")
+    yield url
+    database_factory.drop(url)
+
+
+@pytest.fixture(scope="module")
+def served(served_database: str) -> Iterator[str]:
+    port = free_port()
+    env = {
+        "STRATAPLANE_DATABASE_URL": served_database,
+        "STRATAPLANE_SHARDS": "2",
+        "STRATAPLANE_FLEET_AGENT_URL": f"http://127.0.0.1:{port}",
+        "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": "0.3",
+        "STRATAPLANE_FLEET_FLUSH_INTERVAL": "0.1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    server: Server | None = None
+    try:
+        server = start_server(
+            "strataplane.app:create_app", port=port, factory=True, log_level="warning"
+        )
+        server.wait_ready(60)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if server is not None:
+            server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+async def served_services(served_database: str) -> AsyncIterator[Services]:
+    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
+    settings = Settings(database_url=SecretStr(served_database))
+    yield Services(pool, settings, password_policy=FAST_TEST_POLICY)
+    await pool.close()
+
+
+@pytest.fixture(scope="module")
+def served_seed(served_services: Services) -> Seed:
+    return Seed(served_services)
+
+
+@pytest.fixture
+async def fleet(served: str, served_seed: Seed) -> AsyncIterator[Fleet]:
+    seed, served_services = served_seed, served_seed.services
+    tenant, admin = await seed.tenant()
+    ctx = seed.ctx(admin, tenant.id)
+    token = await tokens.create_token(ctx, "ops")
+    created = await fleet_enrollment.create_enrollment_token(ctx, "prod", labels={"env": "prod"})
+    pool = HttpPool(served, size=20)
+    yield Fleet(served_services, tenant.id, served, pool, token.plaintext, created.plaintext)
+    await pool.close()
+
+
+async def test_enroll_fetch_heartbeat_in_sync_then_reload(fleet: Fleet) -> None:
+    first = await publish(fleet.services.pool, fleet.tenant_id, tree())
+    enrolled = await fleet.enroll("web-1")
+    assert enrolled["credential"].startswith("spt_")
+    sim = fleet.telegraf(enrolled)
+    task = asyncio.create_task(sim.run())
+    try:
+        agent = await fleet.until(enrolled["agent_id"], lambda a: a.sync == "in_sync")
+        assert agent.health == "healthy"
+        assert agent.version == "1.39.1"
+        assert agent.desired_revision_id == first == agent.applied_revision_id
+        assert agent.applied_artifact == agent.desired_artifact == agent.served_artifact
+        assert sim.config_hash == agent.desired_artifact.hex()  # type: ignore[union-attr]
+        second = await publish(fleet.services.pool, fleet.tenant_id, tree(percpu="true"))
+        agent = await fleet.until(
+            enrolled["agent_id"],
+            lambda a: a.applied_revision_id == second and a.sync == "in_sync",
+        )
+        assert sim.reloads >= 1
+        assert sim.state == "running"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_broken_render_never_reaches_the_agent(fleet: Fleet) -> None:
+    await publish(fleet.services.pool, fleet.tenant_id, tree())
+    enrolled = await fleet.enroll("web-2")
+    sim = fleet.telegraf(enrolled)
+    task = asyncio.create_task(sim.run())
+    try:
+        good = await fleet.until(enrolled["agent_id"], lambda a: a.sync == "in_sync")
+        reloads = sim.reloads
+        # a higher Layer makes inputs.cpu a non-table: the composition fails (SP-5002)
+        broken = (
+            'agentKind = "telegraf"\nowner = "platform"\nprecedence = 10\n\n'
+            "[config.inputs]\ncpu = 1\n"
+        )
+        await publish(fleet.services.pool, fleet.tenant_id, tree(**{"layers/zz.toml": broken}))
+        agent = await fleet.until(enrolled["agent_id"], lambda a: a.sync == "render_error")
+        assert agent.desired_artifact == good.desired_artifact
+        assert agent.desired_since == good.desired_since
+        await asyncio.sleep(1.0)
+        assert sim.reloads == reloads
+        assert sim.state == "running"
+        assert sim.config_hash == good.desired_artifact.hex()  # type: ignore[union-attr]
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_first_tick_baseline_and_last_modified(fleet: Fleet) -> None:
+    """The desired artifact changes after the start-up GET and before the watcher's first
+    tick: the first tick's Last-Modified becomes Telegraf's baseline, and the server still
+    makes a later tick differ, so the agent reloads."""
+    await publish(fleet.services.pool, fleet.tenant_id, tree())
+    enrolled = await fleet.enroll("web-3")
+    headers = {
+        "Authorization": f"Bearer {enrolled['credential']}",
+        "User-Agent": "Telegraf/1.39.1 Go/1.24.4",
+    }
+    get = await fleet.pool.request("GET", "/agents/telegraf/config", headers)
+    head = await fleet.pool.request("HEAD", "/agents/telegraf/config", headers)
+    assert get.status == head.status == 200
+    assert get.headers["last-modified"] == head.headers["last-modified"]
+    assert get.headers["last-modified"].endswith(" GMT")
+    sim = fleet.telegraf(enrolled, watch_interval=1.2)
+    task = asyncio.create_task(sim.run())
+    try:
+        await fleet.until(enrolled["agent_id"], lambda a: a.served_at is not None)
+        second = await publish(fleet.services.pool, fleet.tenant_id, tree(percpu="true"))
+        agent = await fleet.until(
+            enrolled["agent_id"], lambda a: a.applied_revision_id == second, within=20
+        )
+        assert sim.reloads == 1
+        # the first tick came after the change: a baseline that is not the new date proves the
+        # server answered it with a value that later ticks differ from
+        assert agent.desired_since is not None
+        assert sim.baselines[0] != http_date(agent.desired_since)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_bad_or_revoked_credentials_get_401(fleet: Fleet) -> None:
+    await publish(fleet.services.pool, fleet.tenant_id, tree())
+    enrolled = await fleet.enroll("web-4")
+    for header in (
+        "",
+        "Bearer spt_" + "a" * 52,
+        "Basic Zm9vOmJhcg==",
+        f"Token {enrolled['credential']}x",
+    ):
+        reply = await fleet.pool.request(
+            "GET", "/agents/telegraf/config", {"Authorization": header}
+        )
+        assert reply.status == 401, header
+    token_auth = await fleet.pool.request(
+        "GET", "/agents/telegraf/config", {"Authorization": f"Token {enrolled['credential']}"}
+    )
+    assert token_auth.status == 200
+    again = await fleet.enroll("web-4")  # enrolling again revokes the previous credential
+    for method in ("GET", "HEAD"):
+        old = await fleet.pool.request(
+            method, "/agents/telegraf/config", {"Authorization": f"Bearer {enrolled['credential']}"}
+        )
+        assert old.status == 401
+    fresh = await fleet.pool.request(
+        "GET", "/agents/telegraf/config", {"Authorization": f"Bearer {again['credential']}"}
+    )
+    assert fresh.status == 200
+
+
+async def test_silent_agent_becomes_not_reporting(fleet: Fleet) -> None:
+    await publish(fleet.services.pool, fleet.tenant_id, tree())
+    enrolled = await fleet.enroll("web-5")
+    sim = fleet.telegraf(enrolled)
+    task = asyncio.create_task(sim.run())
+    await fleet.until(enrolled["agent_id"], lambda a: a.health == "healthy")
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    agent = await fleet.until(enrolled["agent_id"], lambda a: a.health == "not_reporting")
+    assert agent.health_message is not None
