@@ -4,6 +4,7 @@ verify_integration_token's checks in order; the tenant_keys data key store."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -22,7 +23,7 @@ from agentbus.errors import (
 )
 from agentbus.keys import PLATFORM_KEK, TenantKeyStore, kek_id_of
 from agentbus.store import integration_tokens
-from platformkit.crypto import Envelope, Keyring
+from platformkit.crypto import Envelope, Keyring, new_data_key
 from platformkit.db.scope import Pool, tenant_transaction
 from platformkit.ids import uuid7
 
@@ -176,3 +177,24 @@ async def test_tenant_key_store_rotates_and_shreds(
         ).fetchall()
     assert [r["status"] for r in rows] == ["destroyed", "destroyed"]
     assert all(set(bytes(r["dek_wrapped"])) == {0} for r in rows)
+
+
+async def test_tenant_key_cache_is_short_lived_and_dropped_by_its_own_changes(
+    agentbus_operator: Ctx, agentbus_keyring: Keyring
+) -> None:
+    t = await tenants.create_tenant(agentbus_operator, slug="tenant-k", display_name="K")
+    tid: uuid.UUID = t.tenant["id"]
+    cached = TenantKeyStore(agentbus_operator.pool, ttl_s=0.3)
+    elsewhere = TenantKeyStore(agentbus_operator.pool)
+    first = await cached.get_active(tid)
+    assert first is not None
+    assert await cached.get(tid, first.key_id) == first
+    await elsewhere.delete(tid)  # another process shreds the keys
+    assert await cached.get_active(tid) == first  # still remembered, for at most ttl_s
+    await asyncio.sleep(0.35)
+    assert await cached.get_active(tid) is None
+    assert await cached.get(tid, first.key_id) is None
+    second = await cached.put(tid, new_data_key(agentbus_keyring, tid))
+    assert await cached.get_active(tid) == second
+    await cached.delete(tid)  # this store's own change takes effect at once
+    assert await cached.get_active(tid) is None

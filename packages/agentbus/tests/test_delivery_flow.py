@@ -110,6 +110,29 @@ async def test_send_deliver_ack_read(
     assert (await poll(client, bob))["deliveries"] == []
 
 
+async def test_read_of_a_fetched_message_settles_its_jetstream_copy(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    pair: tuple[World, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob) = gateway_client, pair
+    envs = [alice.envelope(bob.address, {"text": f"n{i}"}) for i in range(3)]
+    for env in envs:
+        await send(client, alice, env)
+    got = await poll(client, bob, wait_s=5)
+    assert [d["msg_id"] for d in got["deliveries"]] == [e["id"] for e in envs]
+    reads = [{"msg_id": e["id"]} for e in envs]
+    results = await settle(client, bob, "read", reads)
+    assert [r["result"] for r in results] == ["ok", "ok", "ok"]
+    info = (
+        await nats_client(gateway.broker)
+        .jetstream()
+        .consumer_info(f"T_{world.tenant_id.hex}", f"agt_{parse_id('agt', bob.agent_id).hex}")
+    )
+    assert info.num_ack_pending == 0  # acked with the read, not left to AckWait
+    assert (await poll(client, bob))["deliveries"] == []
+
+
 async def test_long_poll_returns_when_a_message_arrives(
     gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
 ) -> None:

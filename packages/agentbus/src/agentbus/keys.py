@@ -10,10 +10,18 @@ The platform KEK of data model §5 is the deployment keyring (``platformkit.cryp
 
 ``TenantKeyStore`` implements ``platformkit.crypto.DataKeyStore`` so ``Envelope`` can use it;
 ``add_tenant_key`` does the same inside a transaction the caller already holds (tenant create).
+
+``TenantKeyStore`` keeps the rows it read for ``KEY_CACHE_TTL_S`` seconds per process, so the
+send and delivery hot paths do not spend a database transaction per payload on the data key.
+Changes made through this store (rotation, deletion) drop the tenant's entries at once; a change
+made elsewhere (another process, the admin CLI) takes effect here within ``KEY_CACHE_TTL_S``:
+after a tenant's keys are deleted, a process may still seal or open that tenant's payloads for
+at most that long.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 
@@ -32,6 +40,8 @@ from agentbus.db import SCOPE
 from agentbus.store import tenant_keys, tenants
 
 PLATFORM_KEK = "kms://platform/deployment-keyring"
+KEY_CACHE_TTL_S = 2.0
+_CACHE_MAX = 10000
 
 
 def kek_ref_for(kek_id: int) -> str:
@@ -85,29 +95,87 @@ def _uuid(tenant_id: TenantId) -> uuid.UUID:
 
 
 class TenantKeyStore:
-    """``DataKeyStore`` over ``tenant_keys``, each call in its own tenant transaction."""
+    """``DataKeyStore`` over ``tenant_keys``, each read in its own tenant transaction, answers
+    kept for ``ttl_s`` seconds (see the module docstring)."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, *, ttl_s: float = KEY_CACHE_TTL_S) -> None:
         self._pool = pool
+        self.ttl_s = ttl_s
+        # (tenant, key id or None for the active key) -> (deadline, key)
+        self._cache: dict[tuple[uuid.UUID, int | None], tuple[float, StoredDataKey]] = {}
+
+    def _cached(self, key: tuple[uuid.UUID, int | None]) -> StoredDataKey | None:
+        hit = self._cache.get(key)
+        if hit is None:
+            return None
+        if hit[0] <= time.monotonic():
+            self._cache.pop(key, None)
+            return None
+        return hit[1]
+
+    def _remember(self, key: tuple[uuid.UUID, int | None], stored: StoredDataKey) -> None:
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = (time.monotonic() + self.ttl_s, stored)
+
+    def forget(self, tenant_id: TenantId) -> None:
+        """Drop what this process remembers of the tenant's keys."""
+        tid = _uuid(tenant_id)
+        for key in [k for k in self._cache if k[0] == tid]:
+            del self._cache[key]
 
     async def get_active(self, tenant_id: TenantId) -> StoredDataKey | None:
         tid = _uuid(tenant_id)
+        cached = self._cached((tid, None))
+        if cached is not None:
+            return cached
         async with tenant_transaction(self._pool, SCOPE, tid) as conn:
             row = await tenant_keys.active_key(conn, tid)
-        return None if row is None else _stored(row)
+        if row is None:
+            return None
+        stored = _stored(row)
+        self._remember((tid, None), stored)
+        return stored
+
+    async def active_in(self, conn: Conn, tenant_id: uuid.UUID) -> StoredDataKey | None:
+        """``get_active`` on the caller's tenant transaction (no second connection)."""
+        cached = self._cached((tenant_id, None))
+        if cached is not None:
+            return cached
+        row = await tenant_keys.active_key(conn, tenant_id)
+        if row is None:
+            return None
+        stored = _stored(row)
+        self._remember((tenant_id, None), stored)
+        return stored
 
     async def get(self, tenant_id: TenantId, key_id: int) -> StoredDataKey | None:
         tid = _uuid(tenant_id)
+        cached = self._cached((tid, key_id))
+        if cached is not None:
+            return cached
         async with tenant_transaction(self._pool, SCOPE, tid) as conn:
             row = await tenant_keys.get_key(conn, tid, key_id)
-        return None if row is None else _stored(row)
+        if row is None:
+            return None
+        stored = _stored(row)
+        self._remember((tid, key_id), stored)
+        return stored
 
     async def put(self, tenant_id: TenantId, wrapped: WrappedDataKey) -> StoredDataKey:
         tid = _uuid(tenant_id)
-        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
-            return await store_wrapped_key(conn, tid, wrapped)
+        self.forget(tid)
+        try:
+            async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+                return await store_wrapped_key(conn, tid, wrapped)
+        finally:
+            self.forget(tid)
 
     async def delete(self, tenant_id: TenantId) -> None:
         tid = _uuid(tenant_id)
-        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
-            await tenant_keys.destroy_keys(conn, tid)
+        self.forget(tid)
+        try:
+            async with tenant_transaction(self._pool, SCOPE, tid) as conn:
+                await tenant_keys.destroy_keys(conn, tid)
+        finally:
+            self.forget(tid)

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -54,6 +55,9 @@ class Copy:
 
     def drop(self, settle: str, nak_ms: int = 0) -> None:
         self.verdict, self.settle, self.nak_ms = Triage.GONE, settle, nak_ms
+
+
+LOAD_CONCURRENCY = 16
 
 
 def parse_copy(msg: Msg) -> Copy:
@@ -120,13 +124,19 @@ async def recheck_policy(svc: DeliveryService, who: AgentPrincipal, copies: list
 
 
 async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
-    for copy, row in _deliverable(copies):
-        try:
-            copy.data = await svc.load_data(who.tenant_id, row)
-        except PayloadIntegrityFailed:
-            copy.drop("term")
-            copy.dlq_reason = PAYLOAD_INTEGRITY
-        except ObjectStoreUnavailable:
-            copy.drop("nak", NAK_AFTER_STORE_FAILURE_MS)
-        except KeyUnavailable:
-            copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)
+    """Every deliverable copy's payload, ``LOAD_CONCURRENCY`` object reads at a time."""
+    limit = asyncio.Semaphore(LOAD_CONCURRENCY)
+
+    async def one(copy: Copy, row: Row) -> None:
+        async with limit:
+            try:
+                copy.data = await svc.load_data(who.tenant_id, row)
+            except PayloadIntegrityFailed:
+                copy.drop("term")
+                copy.dlq_reason = PAYLOAD_INTEGRITY
+            except ObjectStoreUnavailable:
+                copy.drop("nak", NAK_AFTER_STORE_FAILURE_MS)
+            except KeyUnavailable:
+                copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)
+
+    await asyncio.gather(*(one(copy, row) for copy, row in _deliverable(copies)))

@@ -141,4 +141,6 @@ def _answer(
             continue
         out.append(item)
         size += item_size
+        if copy.msg.reply:
+            svc.remember_handed(who.tenant_id, who.agent_id, copy.msg_id, copy.msg.reply)
     return out

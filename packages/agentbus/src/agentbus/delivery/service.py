@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from starlette.requests import HTTPConnection
 
-from agentbus.broker import Broker
+from agentbus.broker import ACK_WAIT_S, Broker
 from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.errors import BrokerUnavailable
@@ -50,12 +51,41 @@ class Connection:
     replaced: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+_HANDED_MAX = 50000
+
+
 @dataclass
 class DeliveryService:
     gateway: Gateway
     tokens: AckTokens
     load_data: PayloadLoader
     ready: set[uuid.UUID] = field(default_factory=set)
+    handed: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], tuple[float, str]] = field(
+        default_factory=dict, repr=False
+    )
+    """(tenant, agent, message) -> (deadline, JetStream reply subject) of the copies this
+    process handed out, for AckWait: an application ack (read) that also fills the transport
+    ack settles the JetStream copy with it, as a transport ack would."""
+
+    def remember_handed(
+        self, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID, reply: str
+    ) -> None:
+        now = time.monotonic()
+        if len(self.handed) >= _HANDED_MAX:
+            for key in [k for k, (deadline, _) in self.handed.items() if deadline <= now]:
+                del self.handed[key]
+            if len(self.handed) >= _HANDED_MAX:
+                self.handed.clear()
+        self.handed[(tenant_id, agent_id, msg_id)] = (now + ACK_WAIT_S, reply)
+
+    def take_handed(
+        self, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID
+    ) -> str | None:
+        """The reply subject of a copy handed out here within AckWait, forgotten on the way."""
+        hit = self.handed.pop((tenant_id, agent_id, msg_id), None)
+        if hit is None or hit[0] <= time.monotonic():
+            return None
+        return hit[1]
 
     @contextlib.asynccontextmanager
     async def connection(self, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> Any:

@@ -10,6 +10,7 @@ caller). Acks, naks and reads are idempotent per message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from agentbus.delivery import jetstream, notices, outcomes, store
 from agentbus.delivery.domain import REJECTED_BY_RECIPIENT, TERMINAL, Status, default_nak_delay_ms
 from agentbus.delivery.notices import Notes
 from agentbus.delivery.service import DeliveryService, nats_client
-from agentbus.delivery.tokens import AckSubject, InvalidAckToken
+from agentbus.delivery.tokens import AckSubject, InvalidAckToken, parse_ack_subject
 from agentbus.delivery.views import result
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.ids import InvalidId, parse_id
@@ -72,10 +73,15 @@ async def _run(
     settles: list[tuple[str, AckSubject, int]] = []
     notes: Notes = []
     order = sorted(range(len(items)), key=lambda i: (items[i].msg_id or uuid.UUID(int=0)).bytes)
+    ids = [i.msg_id for i in items if i.msg_id is not None]
+    distinct = len(set(ids)) == len(ids)  # a repeated id re-reads its row after each change
     async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+        locked = await store.lock_many(conn, who.tenant_id, who.agent_id, ids) if distinct else {}
         for index in order:
             item, row = items[index], None
-            if item.msg_id is not None:
+            if item.msg_id is not None and distinct:
+                row = locked.get(item.msg_id)
+            elif item.msg_id is not None:
                 row = await store.lock(conn, who.tenant_id, who.agent_id, item.msg_id)
             if row is None:
                 results[index] = result(item.text_id, "invalid")
@@ -189,7 +195,17 @@ async def read(
         else:
             moved = await outcomes.expire(conn, who.tenant_id, row, notes)
         outcome = "ok" if moved else "terminal"
-        return result(item.text_id, outcome, wanted.value if moved else status.value), None
+        # fetched -> read fills the transport ack: settle the JetStream copy too (after the
+        # commit), when this process handed it out, instead of leaving it to AckWait.
+        verb = "ack" if moved and wanted is Status.READ and status is Status.FETCHED else None
+        return result(item.text_id, outcome, wanted.value if moved else status.value), verb
 
-    results, _ = await _run(svc, who, items, one)
+    for item in items:
+        if item.msg_id is not None and item.subject is None:
+            reply = svc.take_handed(who.tenant_id, who.agent_id, item.msg_id)
+            if reply is not None:
+                with contextlib.suppress(InvalidAckToken):
+                    item.subject = parse_ack_subject(reply)
+    results, settles = await _run(svc, who, items, one)
+    await _settle(svc, settles)
     return results

@@ -59,6 +59,24 @@ async def lock(
     return await cur.fetchone()
 
 
+async def lock_many(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, Row]:
+    """``lock`` for several distinct messages in one statement, locked in id order (so two
+    batches never deadlock); each id keeps its own lower bound on ``accepted_at``."""
+    if not ids:
+        return {}
+    cur = await conn.execute(
+        _COPY + " AND m.to_agent_id = %(agent)s ORDER BY m.id FOR UPDATE OF m",
+        {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": _since(ids)},
+    )
+    return {
+        row["id"]: row
+        for row in await cur.fetchall()
+        if row["accepted_at"] >= uuid7_time(row["id"]) - ID_SLACK
+    }
+
+
 async def lock_any(
     conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID, accepted_at: datetime
 ) -> Row | None:
@@ -149,16 +167,17 @@ async def record(
     ``delay_ms``, ``dead_letter`` with ``reason``) into the agent's delivery_state row,
     creating the row if the message was never fetched."""
     keys = {"t": tenant_id, "msg": msg_id, "agent": agent_id}
-    await conn.execute(
-        """INSERT INTO delivery_state (tenant_id, msg_id, agent_id)
-           VALUES (%(t)s, %(msg)s, %(agent)s) ON CONFLICT (msg_id, agent_id) DO NOTHING""",
-        keys,
-    )
-    await conn.execute(
-        f"""UPDATE delivery_state AS d SET {_STATE_SET[fact]}
-             WHERE d.tenant_id = %(t)s AND d.msg_id = %(msg)s AND d.agent_id = %(agent)s""",
-        keys | params,
-    )
+    async with conn.pipeline():  # two statements, one round trip
+        await conn.execute(
+            """INSERT INTO delivery_state (tenant_id, msg_id, agent_id)
+               VALUES (%(t)s, %(msg)s, %(agent)s) ON CONFLICT (msg_id, agent_id) DO NOTHING""",
+            keys,
+        )
+        await conn.execute(
+            f"""UPDATE delivery_state AS d SET {_STATE_SET[fact]}
+                 WHERE d.tenant_id = %(t)s AND d.msg_id = %(msg)s AND d.agent_id = %(agent)s""",
+            keys | params,
+        )
 
 
 async def sender_keys(

@@ -38,10 +38,12 @@ class Gateway:
     proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
     principals: PrincipalCache = field(default_factory=PrincipalCache)
     crypto: Envelope = field(init=False)
+    data_keys: TenantKeyStore = field(init=False)
 
     def __post_init__(self) -> None:
         # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel.
-        self.crypto = Envelope(self.keyring, TenantKeyStore(self.pool))
+        self.data_keys = TenantKeyStore(self.pool)
+        self.crypto = Envelope(self.keyring, self.data_keys)
 
 
 def get_gateway(conn: HTTPConnection) -> Gateway:

@@ -88,7 +88,31 @@ def kid_of(token: str) -> str:
     return kid
 
 
+VERIFIED_TTL_S = 60.0
+_VERIFIED_MAX = 10000
+
+
 def decode(signing: SigningKeys, token: str) -> CredentialClaims:
+    """The claims of a credential that verifies with a usable key. A credential that verified
+    is remembered per process for at most ``VERIFIED_TTL_S`` and never past its expiry (with the
+    leeway), and only while its key is still usable, so the answer is the same as verifying it
+    again: the signature and claims of an unchanged token cannot change."""
+    hit = signing.verified.get(token)
+    if hit is not None:
+        until, hit_kid, hit_claims = hit
+        if time.time() < until and signing.usable_public(hit_kid) is not None:
+            cached: CredentialClaims = hit_claims
+            return cached
+        signing.verified.pop(token, None)
+    claims = _decode(signing, token)
+    if len(signing.verified) >= _VERIFIED_MAX:
+        signing.verified.clear()
+    until = min(time.time() + VERIFIED_TTL_S, claims.expires_at + LEEWAY_S)
+    signing.verified[token] = (until, kid_of(token), claims)
+    return claims
+
+
+def _decode(signing: SigningKeys, token: str) -> CredentialClaims:
     kid = kid_of(token)
     key = signing.usable_public(kid)
     if key is None:

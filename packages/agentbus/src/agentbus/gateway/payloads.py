@@ -14,23 +14,42 @@ import json
 import uuid
 from typing import Any
 
-from platformkit.crypto import DataKeyUnavailableError, DecryptionError, sealed_key_id
+from platformkit.crypto import (
+    DataKeyUnavailableError,
+    DecryptionError,
+    UnwrapError,
+    new_data_key,
+    seal,
+    sealed_key_id,
+    unwrap_data_key,
+)
+from platformkit.db.scope import Conn
 
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import KeyUnavailable, PayloadIntegrityFailed
 from agentbus.gateway.objectstore import payload_key
 from agentbus.ids import format_id
+from agentbus.keys import store_wrapped_key
 
 
 async def store_payload(
-    gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
+    conn: Conn, gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
 ) -> tuple[str, int]:
     """Seal and upload; ``(payload_ref, dek_version)``. The key is derived from the id, so a
-    retried upload overwrites the same object (AB-9004, AB-9020 on failure)."""
+    retried upload overwrites the same object (AB-9004, AB-9020 on failure).
+
+    ``conn`` is the caller's tenant transaction (the send's): the tenant's active data key is
+    read on it (or, for a tenant without one, created in it), so the send path never holds one
+    pooled connection while waiting for another. This is ``Envelope.encrypt`` on that
+    transaction."""
+    stored = await gw.data_keys.active_in(conn, tenant_id)
+    if stored is None:
+        stored = await store_wrapped_key(conn, tenant_id, new_data_key(gw.keyring, tenant_id))
     try:
-        sealed = await gw.crypto.encrypt(tenant_id, plaintext, owner=format_id("msg", msg_id))
-    except DataKeyUnavailableError as exc:
+        data_key = unwrap_data_key(gw.keyring, stored.wrapped, tenant_id, key_id=stored.key_id)
+    except UnwrapError as exc:
         raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
+    sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=format_id("msg", msg_id))
     key = payload_key(tenant_id, msg_id)
     await gw.objects.put(key, sealed)
     return key, sealed_key_id(sealed)

@@ -16,7 +16,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from platformkit.db.scope import tenant_transaction
+from platformkit.db.scope import Conn, tenant_transaction
 from wirekit import canonical_json
 
 from agentbus.db import SCOPE
@@ -96,11 +96,17 @@ async def ensure_tenant_stream(gw: Gateway, tenant_id: uuid.UUID) -> None:
 
 
 async def publish_message(
-    gw: Gateway, row: dict[str, Any], *, msg_id_header: str | None = None
+    gw: Gateway,
+    row: dict[str, Any],
+    *,
+    msg_id_header: str | None = None,
+    record_seq: bool = True,
 ) -> int | None:
     """Publish a committed ``messages`` row (with ``from_address`` and ``to_subject``) and
     record its sequence; the sequence, or None when JetStream did not confirm (the row then
-    waits for the reconciler). Never call it inside the transaction that inserts the row."""
+    waits for the reconciler). Never call it inside the transaction that inserts the row.
+    With ``record_seq=False`` the caller writes the sequence itself (``record_stream_seq``),
+    as the send path does in the transaction that inserts the receipt."""
     if not gw.broker.connected or row.get("to_subject") is None:
         return None
     tenant_id: uuid.UUID = row["tenant_id"]
@@ -117,7 +123,13 @@ async def publish_message(
     )
     if ack is None:
         return None
-    async with tenant_transaction(gw.pool, SCOPE, tenant_id) as conn:
-        await messages.set_stream_seq(conn, tenant_id, row["id"], row["accepted_at"], ack.seq)
-    row["stream_seq"] = row.get("stream_seq") or ack.seq
+    if record_seq:
+        async with tenant_transaction(gw.pool, SCOPE, tenant_id) as conn:
+            await record_stream_seq(conn, row, int(ack.seq))
     return int(ack.seq)
+
+
+async def record_stream_seq(conn: Conn, row: dict[str, Any], seq: int) -> None:
+    """Step 6 of 05 §3: write the PubAck's sequence where it is still NULL."""
+    await messages.set_stream_seq(conn, row["tenant_id"], row["id"], row["accepted_at"], seq)
+    row["stream_seq"] = row.get("stream_seq") or seq

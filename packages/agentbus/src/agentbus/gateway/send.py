@@ -1,10 +1,11 @@
 """The send action, ``POST /v1/messages`` and the typed task routes (04-API-SPEC §4.1).
 
-Checks run in the order of §4.1 inside one read transaction (signature and key, replay, type
+Checks run in the order of §4.1 at the start of one transaction (signature and key, replay, type
 and data, expiry, recipient and ``replyto``, conversation, task rules, policy), so nothing is
-written for a refused envelope. Then the payload is sealed and stored, one write transaction
-inserts the conversation (if new), the ``messages`` row and the task rows, and only after the
-commit the message is published (``Nats-Msg-Id`` = its id) and a signed receipt is issued.
+written for a refused envelope. Then, in the same transaction, the payload is sealed and stored
+and the conversation (if new), the ``messages`` row and the task rows are inserted; only after
+the commit the message is published (``Nats-Msg-Id`` = its id), and the sequence and a signed
+receipt are recorded in one more transaction.
 A repeat of an accepted id takes the replay path (``replay.replay_send``).
 """
 
@@ -13,11 +14,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 from platformkit.db.scope import Conn, tenant_transaction
 
 from agentbus.db import SCOPE
 from agentbus.gateway import errors as e
-from agentbus.gateway.accept import accept_send
+from agentbus.gateway.accept import finish_send, insert_send, is_id_conflict, replay_twin
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
@@ -138,10 +140,18 @@ async def send_envelope(
         principal.tenant_id, principal.agent_id, principal.workspace_id, principal.owner_user_id
     )
     send = PendingSend(principal, env, {}, sender)
-    async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
-        outcome = await _validate(conn, gw, send, rules, now)
+    task: dict[str, Any] | None = None
+    try:
+        async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
+            outcome = await _validate(conn, gw, send, rules, now)
+            if outcome is None:
+                task = await insert_send(conn, gw, send, rules)
+    except psycopg.errors.UniqueViolation as exc:
+        if not is_id_conflict(exc):
+            raise
+        return await replay_twin(gw, send, rules)
     if isinstance(outcome, SendResult):
         return outcome
     if outcome is not None:
         return await replay_send(gw, principal, env, outcome, rules)
-    return await accept_send(gw, send, rules)
+    return await finish_send(gw, send, task)

@@ -91,6 +91,8 @@ class SigningKeys:
     _private: dict[str, Ed25519PrivateKey] = field(default_factory=dict, repr=False)
     public: dict[str, Ed25519PublicKey] = field(default_factory=dict)
     retired: dict[str, Any] = field(default_factory=dict)
+    verified: dict[str, tuple[float, str, Any]] = field(default_factory=dict, repr=False)
+    """Credentials that verified: token -> (valid until, kid, claims); see ``credentials``."""
 
     async def refresh(self, pool: Pool) -> None:
         async with transaction(pool) as conn:
