@@ -350,7 +350,7 @@ async def test_messages_and_a_task_between_two_sidecars(world: World) -> None:
     assert sent["state"] == "sent", sent
     assert sent["receipt"]["seq"] is not None
     msg_id = sent["msg_id"]
-    await wait_received(bob, {msg_id}, 30, stack)
+    await wait_received(bob, {msg_id}, 75, stack)  # one AckWait redelivery may be needed
     listed = await bob.cli("inbox", "--no-sync")
     assert [m for m in listed["messages"] if m["msg_id"] == msg_id], listed
     read = await bob.cli("read", msg_id)

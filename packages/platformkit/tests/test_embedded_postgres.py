@@ -96,3 +96,15 @@ def test_works_as_a_normal_user(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_long_data_dir_puts_the_socket_where_the_server_can_reach_it(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "pg"
+    deep.parent.mkdir(parents=True)
+    server = EmbeddedPostgres(data_dir=deep, port=free_port(), fast=True)
+    try:
+        assert server.socket_dir != server.data_dir
+        server.start()
+        assert list(server.socket_dir.glob(".s.PGSQL.*"))
+    finally:
+        server.stop()

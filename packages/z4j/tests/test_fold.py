@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from z4j.domain.taskstate import TaskState, winner
+from z4j.domain.taskstate import UNKNOWN_ATTEMPT, TaskState, winner
 from z4j.ingest.fold import fold_batch
 
 PROJECT = uuid.UUID(int=1)
@@ -77,8 +77,8 @@ def test_celery_retry_reuses_id_and_follows_agent_clock() -> None:
         ev(3, "task.started", 3),
         ev(4, "task.succeeded", 4),
     ]
-    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=4), 0)
-    assert outcome(seq[:3])[0] == (TaskState.RETRIED, T0 + timedelta(seconds=2), 0)
+    assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=4), UNKNOWN_ATTEMPT)
+    assert outcome(seq[:3])[0] == (TaskState.RETRIED, T0 + timedelta(seconds=2), UNKNOWN_ATTEMPT)
 
 
 def test_malformed_events_are_rejected_not_fatal() -> None:
@@ -114,3 +114,9 @@ def test_a_later_attempt_beats_a_retry_stamped_after_it() -> None:
         at(3, "task.retried", 3, 0),
     ]
     assert outcome(seq)[0] == (TaskState.SUCCEEDED, T0 + timedelta(seconds=2), 1)
+
+
+def test_a_terminal_event_without_a_retry_count_is_not_hidden_by_a_retry() -> None:
+    retry = ev(1, "task.retried", 1)
+    retry["data"]["retry_count"] = 1
+    assert outcome([retry, ev(2, "task.failed", 2)])[0][0] is TaskState.FAILED

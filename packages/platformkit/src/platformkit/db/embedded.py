@@ -15,6 +15,7 @@ import os
 import pwd
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -70,9 +71,11 @@ class EmbeddedPostgres:
     def socket_dir(self) -> Path:
         if len(str(self.data_dir)) + 16 <= _SOCKET_PATH_MAX:
             return self.data_dir
-        runtime = ensure_runtime_dir()
         digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:12]
-        return runtime / f"pk-pg-{digest}"
+        # Under root the server runs as another user, who cannot enter root's private runtime
+        # dir; the shared temp dir it can (the socket dir itself stays private to it).
+        base = Path(tempfile.gettempdir()) if self._as_root() else ensure_runtime_dir()
+        return base / f"pk-pg-{digest}"
 
     def url(self, database: str = "postgres", user: str = SUPERUSER) -> str:
         return f"postgresql://{user}@{self.host}:{self.port}/{database}"
@@ -155,7 +158,10 @@ class EmbeddedPostgres:
         readable = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
         ensure_folder_permissions(POSTGRES_BIN_PATH.parent, readable)
         for path in {self.data_dir, socket_dir}:
-            if path.stat().st_uid != entry.pw_uid:
+            owner = path.lstat().st_uid
+            if path.is_symlink() or owner not in (os.geteuid(), entry.pw_uid):
+                raise EmbeddedPostgresError(f"{path} exists and belongs to someone else")
+            if owner != entry.pw_uid:
                 os.chown(path, entry.pw_uid, entry.pw_gid)
 
     def _run(self, args: list[str], timeout: float) -> str:

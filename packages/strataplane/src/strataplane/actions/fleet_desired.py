@@ -15,7 +15,7 @@ from platformkit.db.scope import Conn
 
 from strataplane.render.cache import supported_version
 from strataplane.render.service import RENDERER
-from strataplane.store import fleet_notify, fleet_spec
+from strataplane.store import fleet_notify, fleet_serving, fleet_spec
 from strataplane.store.fleet_desired import DesiredUpdate, RenderInput, render_inputs, write_desired
 
 __all__ = ["refresh_agents", "render_and_write"]
@@ -47,6 +47,7 @@ async def render_and_write(
             await RENDERER.store(conn, tenant_id, agent.kind, art)
             stored.add(art.hash)
         updates.append(DesiredUpdate(agent.id, revision_id, art.hash if art else None))
+    await fleet_serving.lock_agents(conn, tenant_id, [u.id for u in updates])
     changed = await write_desired(conn, tenant_id, updates)
     if changed and notify:
         if len(inputs) == 1:

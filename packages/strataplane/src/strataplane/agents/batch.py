@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from uuid import UUID
 
+import psycopg
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 
 from strataplane.agents.heartbeat import Heartbeat, fold
@@ -74,12 +75,20 @@ class Batcher:
             mine_seen = [(a, ts, ip) for a, (t, ts, ip) in seen.items() if t == tenant_id]
             mine_beats = [hb for t, hb in beats.values() if t == tenant_id]
             mine_served = [(a, art, ts) for a, (t, art, ts) in served.items() if t == tenant_id]
-            try:
-                async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
-                    await self._write_served(conn, tenant_id, mine_served)
-                    await self._write(conn, tenant_id, mine_seen, mine_beats)
-            except Exception:
-                log.exception("fleet batch write for tenant %s failed", tenant_id)
+            for attempt in range(2):  # a deadlock victim is retried once
+                try:
+                    async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
+                        ids = {a for a, _ts, _ip in mine_seen} | {a for a, _r, _t in mine_served}
+                        await fleet_serving.lock_agents(conn, tenant_id, list(ids))
+                        await self._write_served(conn, tenant_id, mine_served)
+                        await self._write(conn, tenant_id, mine_seen, mine_beats)
+                    break
+                except psycopg.errors.DeadlockDetected:
+                    if attempt:
+                        log.exception("fleet batch write for tenant %s failed", tenant_id)
+                except Exception:
+                    log.exception("fleet batch write for tenant %s failed", tenant_id)
+                    break
             self.flushed += len(mine_seen)
 
     async def _write_served(

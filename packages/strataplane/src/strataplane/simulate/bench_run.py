@@ -115,6 +115,7 @@ def run(
         bench.wait_for(url, in_sync, (*t, second), agents, 20 * interval + 120)
         applied = time.monotonic() - merged_at
         creds.unlink()
+        log.unlink(missing_ok=True)  # kept only when the run failed
     finally:
         if sim is not None:
             sim.terminate()

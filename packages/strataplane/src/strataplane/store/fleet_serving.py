@@ -66,6 +66,16 @@ async def serving_states(
     return [_state(row) for row in await cur.fetchall()]
 
 
+async def lock_agents(conn: Conn, tenant_id: UUID, agent_ids: Sequence[UUID]) -> None:
+    """Lock rows in id order before a bulk UPDATE: writers on several replicas (batches, the
+    reconciler) then never wait on each other in a cycle."""
+    await conn.execute(
+        "SELECT 1 FROM agent_instance WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id "
+        "FOR NO KEY UPDATE",
+        (tenant_id, sorted(agent_ids)),
+    )
+
+
 async def mark_served(
     conn: Conn, tenant_id: UUID, served: Sequence[tuple[UUID, bytes, datetime]]
 ) -> list[tuple[UUID, bytes]]:

@@ -44,6 +44,11 @@ RANK = {
 }
 
 
+# An event without a retry count could belong to any attempt; it sorts as the latest, so agents
+# that never send the count are ordered by their clock alone, and a terminal event without one
+# is never hidden by a retry that has one.
+UNKNOWN_ATTEMPT = 2**31 - 1
+
 Claim = tuple[TaskState, datetime, int]
 """A state, the agent time it was reached, and the attempt (retry count) it belongs to."""
 

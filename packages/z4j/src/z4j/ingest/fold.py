@@ -14,7 +14,7 @@ from typing import Any
 from z4j_agent.events import redact_event_data
 from z4j_agent.protocol import parse_ts
 
-from z4j.domain.taskstate import Claim, TaskState, finished_at, winner
+from z4j.domain.taskstate import UNKNOWN_ATTEMPT, Claim, TaskState, finished_at, winner
 from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, map_task_event
 
 _MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_task_id": 200}
@@ -97,7 +97,7 @@ def _fold_task(row: TaskRow, state: TaskState | None, at: datetime, data: dict[s
         return
     before = row.claim
     attempt = data.get("retry_count")
-    row.claim = winner(row.claim, (state, at, attempt if type(attempt) is int else 0))
+    row.claim = winner(row.claim, (state, at, attempt if type(attempt) is int else UNKNOWN_ATTEMPT))
     if row.claim != before:
         # The worker shown is the one that produced the task's current state.
         row.worker = worker or row.worker

@@ -15,6 +15,7 @@ from datetime import datetime
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
+from z4j.domain.taskstate import UNKNOWN_ATTEMPT
 from z4j.ingest.fold import Folded
 
 _UPSERT_TASKS = """
@@ -87,7 +88,7 @@ async def write_folded(
                 "queue": t.queue,
                 "state": t.claim[0].value if t.claim else None,
                 "state_at": _iso(t.claim[1] if t.claim else None),
-                "state_attempt": t.claim[2] if t.claim else 0,
+                "state_attempt": t.claim[2] if t.claim else UNKNOWN_ATTEMPT,
                 "args": t.args,
                 "kwargs": t.kwargs,
                 "error": t.error,
