@@ -106,3 +106,38 @@ def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
+
+
+def test_a_server_whose_parent_is_killed_stops_too(tmp_path: Path) -> None:
+    # SIGKILL leaves the parent no chance to stop granian; the server must not live on as an
+    # orphan holding the port.
+    port = free_port()
+    code = (
+        "import time\n"
+        "from platformkit.http import serve\n"
+        f"serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True)\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
+    }
+    with open(tmp_path / "serve.log", "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while not tcp_reachable("127.0.0.1", port, timeout=0.2):
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
+            assert time.monotonic() < deadline, "serve did not start listening"
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while tcp_reachable("127.0.0.1", port, timeout=0.2):
+            assert time.monotonic() < deadline, "the server outlived its killed parent"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

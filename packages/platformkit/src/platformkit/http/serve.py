@@ -10,6 +10,7 @@ route templates). :func:`serve` forwards SIGINT and SIGTERM, waits, and removes 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import shutil
@@ -134,11 +135,28 @@ def start_server(
             stdout=output,
             stderr=subprocess.STDOUT if output else None,
             start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
         )
     finally:
         if output is not None:
             output.close()
     return Server(process, runtime, host, port)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2) option, Linux
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """In the child before exec: end the server when the process that started it dies, even
+    by SIGKILL, so a killed service never leaves an orphan serving on its port."""
+
+    def hook() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the line above took effect
+            os._exit(1)
+
+    return hook
 
 
 def serve(
