@@ -77,13 +77,8 @@ async def test_two_workers_serve_health_and_metrics_over_tcp(tmp_path: Path) -> 
     assert any(r["logger"] == "_granian" for r in records)
 
 
-def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
-    port = free_port()
-    code = (
-        "import sys\n"
-        "from platformkit.http import serve\n"
-        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
-    )
+def _serve_in_a_child(tmp_path: Path, port: int, code: str) -> subprocess.Popen[bytes]:
+    """Run ``code`` (which calls ``serve``) in a child process; return once it listens."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
@@ -92,12 +87,25 @@ def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             [sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT
         )
+    deadline = time.monotonic() + 30
+    while not tcp_reachable("127.0.0.1", port, timeout=0.2):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            raise AssertionError("serve did not start: " + (tmp_path / "serve.log").read_text())
+        time.sleep(0.05)
+    return proc
+
+
+def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
+    port = free_port()
+    code = (
+        "import sys\n"
+        "from platformkit.http import serve\n"
+        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
+    )
+    proc = _serve_in_a_child(tmp_path, port, code)
     try:
-        deadline = time.monotonic() + 30
-        while not tcp_reachable("127.0.0.1", port, timeout=0.2):
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve did not start listening"
-            time.sleep(0.05)
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
@@ -113,31 +121,13 @@ def test_a_server_whose_parent_is_killed_stops_too(tmp_path: Path) -> None:
     # orphan holding the port.
     port = free_port()
     code = (
-        "import time\n"
         "from platformkit.http import serve\n"
         f"serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True)\n"
     )
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])),
-    }
-    with open(tmp_path / "serve.log", "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", code], env=env, stdout=out, stderr=subprocess.STDOUT
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while not tcp_reachable("127.0.0.1", port, timeout=0.2):
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            assert time.monotonic() < deadline, "serve did not start listening"
-            time.sleep(0.05)
-        proc.kill()
-        proc.wait()
-        deadline = time.monotonic() + 20
-        while tcp_reachable("127.0.0.1", port, timeout=0.2):
-            assert time.monotonic() < deadline, "the server outlived its killed parent"
-            time.sleep(0.1)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc = _serve_in_a_child(tmp_path, port, code)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while tcp_reachable("127.0.0.1", port, timeout=0.2):
+        assert time.monotonic() < deadline, "the server outlived its killed parent"
+        time.sleep(0.1)
