@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from platformkit.http.proxy_front import upstream_host
 from rich.console import Console
 
 from strataplane import cli_spec, db
+from strataplane.agents.settings import FleetSettings
 from strataplane.cli_fleet import register as register_fleet
 from strataplane.settings import Settings
 
@@ -75,6 +78,14 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port [default: 7800].")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+    agent_proxy_listen: Annotated[
+        str | None,
+        typer.Option(
+            help="Also accept agents at HOST:PORT behind a PROXY-protocol load balancer "
+            "(v1 or v2, only from STRATAPLANE_FLEET_PROXY_FROM).",
+            envvar="STRATAPLANE_FLEET_PROXY_PROTOCOL_LISTEN",
+        ),
+    ] = None,
 ) -> None:
     """Migrate, then serve the API (embedded PostgreSQL unless STRATAPLANE_DATABASE_URL)."""
     from platformkit.http import serve as run
@@ -90,7 +101,10 @@ def serve(
     os.environ["STRATAPLANE_DATABASE_URL"] = admin_url
     for key, value in overrides.items():
         os.environ[f"STRATAPLANE_{key.upper()}"] = str(value)
+    front = proxy_front(agent_proxy_listen, settings.host) if agent_proxy_listen else None
     console.print(f"[green]strataplane[/] on http://{settings.host}:{settings.port}/api/v1/docs")
+    if front is not None:
+        console.print(f"agents behind a PROXY-protocol balancer: {agent_proxy_listen}")
     raise typer.Exit(
         run(
             "strataplane.app:create_app",
@@ -98,8 +112,26 @@ def serve(
             settings.port,
             settings.workers,
             factory=True,
+            proxy_listen=front[0] if front else None,
+            proxy_trusted=front[1] if front else (),
         )
     )
+
+
+def proxy_front(listen: str, host: str) -> tuple[tuple[str, int], list[str]]:
+    """Where the PROXY-protocol front listens and whom it trusts; the workers are told to trust
+    the front's own address for X-Forwarded-For (set in the environment they read)."""
+    trusted = FleetSettings().proxy_from
+    if not trusted:
+        raise typer.BadParameter(
+            "set STRATAPLANE_FLEET_PROXY_FROM to the load balancers' networks first",
+            param_hint="--agent-proxy-listen",
+        )
+    bind, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        raise typer.BadParameter("expected HOST:PORT", param_hint="--agent-proxy-listen")
+    os.environ["STRATAPLANE_FLEET_PROXY_FROM"] = json.dumps([*trusted, upstream_host(host)])
+    return (bind.strip("[]") or "0.0.0.0", int(port)), trusted  # noqa: S104
 
 
 @app.command("create-admin")

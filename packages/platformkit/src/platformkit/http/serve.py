@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -135,7 +135,7 @@ def start_server(
             stdout=output,
             stderr=subprocess.STDOUT if output else None,
             start_new_session=True,
-            preexec_fn=_die_with_parent(os.getpid()) if sys.platform == "linux" else None,
+            preexec_fn=child_preexec(),
         )
     finally:
         if output is not None:
@@ -144,6 +144,11 @@ def start_server(
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option, Linux
+
+
+def child_preexec() -> Callable[[], None] | None:
+    """The ``preexec_fn`` of a server child: on Linux it ends when this process ends."""
+    return _die_with_parent(os.getpid()) if sys.platform == "linux" else None
 
 
 def _die_with_parent(parent: int) -> Callable[[], None]:
@@ -168,8 +173,14 @@ def serve(
     factory: bool = False,
     log_level: str = "info",
     json_logs: bool = True,
+    proxy_listen: tuple[str, int] | None = None,
+    proxy_trusted: Sequence[str] = (),
 ) -> int:
-    """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status."""
+    """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status.
+
+    With ``proxy_listen``, a PROXY-protocol front (:mod:`platformkit.http.proxy_front`) also
+    accepts connections there from the ``proxy_trusted`` networks and relays them to granian.
+    """
     server = start_server(
         target,
         host=host,
@@ -179,6 +190,11 @@ def serve(
         log_level=log_level,
         json_logs=json_logs,
     )
+    front = None
+    if proxy_listen is not None:
+        from platformkit.http.proxy_front import start_front, upstream_host
+
+        front = start_front(proxy_listen, (upstream_host(host), port), proxy_trusted)
 
     def forward(signum: int, frame: FrameType | None) -> None:
         if server.process.poll() is None:
@@ -190,4 +206,7 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if front is not None:
+            front.terminate()
+            front.wait()
         server.stop()
