@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from wirekit import canonical_json
 from z4j_agent.protocol import (
     CLOSE_BAD_HELLO,
     CLOSE_BAD_SIGNATURE,
@@ -49,6 +51,26 @@ def test_round_trip() -> None:
         frame = signer.sign("event_batch", {"events": [{"n": n}]})
         assert verifier.verify(frame) is frame
         assert frame["seq"] == n + 1
+
+
+def test_a_pre_encoded_payload_signs_the_same_frame() -> None:
+    signer, verifier = FrameSigner(session()), FrameVerifier(session())
+    payload = {"events": [{"x": '"payload":null', "y": "é"}, {"payload": None}]}
+    for n in range(3):
+        wire = signer.sign_encoded("event_batch", canonical_json(payload), frame_id=f"f{n}")
+        frame = verifier.verify(json.loads(wire))
+        assert frame["payload"] == payload
+        assert (frame["id"], frame["seq"]) == (f"f{n}", n + 1)
+        assert wire == canonical_json(frame)
+    assert verifier.verify(signer.sign("heartbeat", {}))["seq"] == 4
+
+
+def test_a_pre_encoded_payload_is_bound_to_its_bytes() -> None:
+    wire = FrameSigner(session()).sign_encoded("event_batch", canonical_json({"events": [1]}))
+    frame = json.loads(wire)
+    frame["payload"] = {"events": [2]}
+    with pytest.raises(FrameError, match="signature"):
+        FrameVerifier(session()).verify(frame)
 
 
 def test_session_secret_is_not_in_its_repr() -> None:

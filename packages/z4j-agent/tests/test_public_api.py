@@ -44,6 +44,7 @@ def test_module_apis_are_locked() -> None:
         "RedactionLimits",
         "TRUNCATED",
         "find_secrets",
+        "is_redacted_json",
         "is_sensitive_key",
         "normalize_keys",
         "redact",

@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from z4j_agent.redaction import REDACTED, RedactionLimits, find_secrets, redact, redact_text
+from z4j_agent.events import make_event, redact_event_data, redact_received_event_data
+from z4j_agent.redaction import (
+    REDACTED,
+    RedactionLimits,
+    find_secrets,
+    is_redacted_json,
+    redact,
+    redact_text,
+)
 
 # Z4J_HYPOTHESIS_EXAMPLES raises the count for a deeper local run (8000 passes in ~3 min).
 SETTINGS = settings(
@@ -139,7 +147,8 @@ def test_text_without_secrets_is_unchanged(text: str) -> None:
     assert redact({"message": text}) == {"message": text}
 
 
-@given(st.text(max_size=300))
+@SETTINGS
+@given(st.one_of(st.text(max_size=300), tricky_text))
 def test_shortcut_never_skips_a_secret(text: str) -> None:
     from z4j_agent.textsecrets import mask_all_rules, mask_text
 
@@ -166,3 +175,64 @@ def test_shortcut_lets_every_rule_see_its_trigger(planted: str) -> None:
 
     assert mask_text("x " + planted + " y") == mask_all_rules("x " + planted + " y")
     assert mask_text("x " + planted + " y") != "x " + planted + " y"
+
+
+# What the brain holds after json.loads: JSON types only, infinities included.
+received = json_values.map(lambda value: json.loads(json.dumps(value)))
+plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | plain_text,
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.one_of(plain_text, st.sampled_from(["token", "x"])), children)
+    ),
+    max_leaves=20,
+).map(lambda value: json.loads(json.dumps(value)))
+
+
+@SETTINGS
+@given(st.one_of(received, plain_values))
+def test_a_value_judged_redacted_is_its_own_redaction(value: Any) -> None:
+    if is_redacted_json(value):
+        assert redact(value) == value
+
+
+@SETTINGS
+@given(
+    st.dictionaries(st.one_of(any_text, st.just("traceback")), st.one_of(received, plain_values))
+)
+def test_received_event_data_is_redacted_as_in_full(data: dict[str, Any]) -> None:
+    data = json.loads(json.dumps(data))
+    assert redact_received_event_data(data) == redact_event_data(data)
+
+
+def test_an_agent_event_skips_the_walk_on_receipt() -> None:
+    data = make_event(
+        "task.sent",
+        "t-1",
+        {"task_name": "app.tasks.add", "args": [1, "two"], "kwargs": {"password": "x", "n": 3}},
+    )["data"]
+    received_data = json.loads(json.dumps(data))
+    assert is_redacted_json(received_data)
+    assert redact_received_event_data(received_data) is received_data
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"kwargs": {"api_key": "k"}},
+        {"kwargs": {"api_key": REDACTED + "k"}},
+        {"kwargs": {"api_key": [REDACTED]}},
+        {"kwargs": {"clé": "v"}},
+        {"kwargs": {"k" * 300: "v"}},
+        {"args": ["x" * 20_000]},
+        {"args": list(range(250))},
+        {"args": [[[[[[[[[[[[[1]]]]]]]]]]]]]},
+        {"args": [float("inf")]},
+        {"result": "Authorization: Bearer abcdefghijklmnop"},
+        {"traceback": ["not", "text"]},
+    ],
+)
+def test_data_redaction_would_change_takes_the_full_path(data: dict[str, Any]) -> None:
+    received_data = json.loads(json.dumps(data))
+    assert redact_received_event_data(received_data) is not received_data
+    assert redact_received_event_data(received_data) == redact_event_data(received_data)

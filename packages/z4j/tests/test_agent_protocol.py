@@ -12,6 +12,7 @@ import psycopg
 import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
+from wirekit import canonical_json
 from z4j.testing import BrainProcess
 from z4j_agent.protocol import (
     CLOSE_BAD_SIGNATURE,
@@ -115,6 +116,37 @@ async def test_hello_batch_ack_and_rows(brain_server: BrainProcess) -> None:
     assert agent[1] == "celery"
     assert agent[2] == ["celery"]
     assert [e[0] for e in events] == ["task_sent", "started", "succeeded"]
+
+
+async def test_resent_and_reordered_batches_change_nothing(brain_server: BrainProcess) -> None:
+    creds = await brain_server.new_agent()
+    ws, signer, verifier = await handshake(brain_server, creds)
+    now = datetime.now(UTC)
+    batch = [
+        event("task.sent", "t1", now, args=["see https://u:pw@db/x"], kwargs={"n": 1}),
+        event("task.started", "t1", now + timedelta(seconds=1), worker="w@h"),
+        event("task.succeeded", "t1", now + timedelta(seconds=2), runtime_ms=3.0),
+        event("task.sent", "t2", now + timedelta(seconds=2)),
+    ]
+    # The later half first, then everything, then everything again in reverse (a lost ack).
+    for events in (batch[2:], batch, batch[::-1]):
+        wire = signer.sign_encoded("event_batch", canonical_json({"events": events}))
+        await ws.send(wire.decode())
+        ack = verifier.verify(json.loads(await ws.recv()))
+        assert ack["payload"]["accepted"] == len(events)
+    await ws.close()
+    with psycopg.connect(brain_server.admin_url) as conn:
+        tasks = conn.execute(
+            "SELECT engine_task_id, state::text, worker, runtime_ms, args_redacted FROM tasks"
+            " ORDER BY engine_task_id"
+        ).fetchall()
+        (count,) = conn.execute("SELECT count(*) FROM events").fetchone() or (0,)
+    assert count == 4
+    assert [t[:4] for t in tasks] == [
+        ("t1", "succeeded", "w@h", 3.0),
+        ("t2", "pending", None, None),
+    ]
+    assert tasks[0][4] == ["see https://u:[redacted]@db/x"]
 
 
 async def test_bad_token_closes_4401(brain_server: BrainProcess) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from z4j.domain.taskstate import UNKNOWN_ATTEMPT, TaskState, winner
-from z4j.ingest.fold import fold_batch
+from z4j.ingest.fold import fold_batch, scoped_id, scoped_id_text
 
 PROJECT = uuid.UUID(int=1)
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -120,3 +120,17 @@ def test_a_terminal_event_without_a_retry_count_is_not_hidden_by_a_retry() -> No
     retry = ev(1, "task.retried", 1)
     retry["data"]["retry_count"] = 1
     assert outcome([retry, ev(2, "task.failed", 2)])[0][0] is TaskState.FAILED
+
+
+@given(st.uuids(), st.text(max_size=60))
+def test_scoped_ids_are_uuid5_of_the_project(project: uuid.UUID, value: str) -> None:
+    assert scoped_id_text(project, value) == str(uuid.uuid5(project, value))
+    assert scoped_id(project, value) == uuid.uuid5(project, value)
+
+
+def test_events_of_one_task_share_its_row_and_id() -> None:
+    folded = fold_batch(PROJECT, [ev(0, "task.sent", 0), ev(1, "task.started", 1)])
+    (row,) = folded.tasks.values()
+    assert row.id == str(uuid.uuid5(PROJECT, "t"))
+    assert [e.task_id for e in folded.events] == [row.id, row.id]
+    assert [e.id for e in folded.events] == [str(uuid.uuid5(PROJECT, f"e{i}")) for i in (0, 1)]

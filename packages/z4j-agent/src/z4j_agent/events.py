@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from z4j_agent.redaction import RedactionLimits, redact, redact_text
+from z4j_agent.redaction import RedactionLimits, is_redacted_json, redact, redact_text
 
 TASK_KINDS = frozenset(
     {
@@ -88,6 +88,18 @@ def redact_event_data(data: Mapping[str, Any], extra_keys: Iterable[str] = ()) -
         if isinstance(out.get("traceback"), str):
             out["traceback"] = redact_text(out["traceback"], extra, 8 * 1024)
     return out
+
+
+def redact_received_event_data(data: dict[str, Any]) -> dict[str, Any]:
+    """``redact_event_data`` of ``data`` fresh from ``json.loads``, as the brain applies it.
+
+    Agents redact before sending, so most data arrives as its own redaction and is returned
+    as it is, without the walk; anything else is redacted in full.
+    """
+    traceback = data.get("traceback")
+    if (traceback is None or type(traceback) is str) and is_redacted_json(data, EVENT_LIMITS):
+        return data
+    return redact_event_data(data)
 
 
 def make_event(

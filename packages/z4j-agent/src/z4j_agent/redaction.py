@@ -12,7 +12,9 @@ Pure functions without dependencies, imported by the agent and by the brain.
 from __future__ import annotations
 
 import functools
+import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import islice
@@ -21,6 +23,7 @@ from typing import Any
 from z4j_agent.textsecrets import (
     REDACTED,
     mask_text,
+    may_hold_secret,
     normalize_keys,
     secret_spans,
 )
@@ -31,6 +34,7 @@ __all__ = [
     "TRUNCATED",
     "RedactionLimits",
     "find_secrets",
+    "is_redacted_json",
     "is_sensitive_key",
     "normalize_keys",
     "redact",
@@ -143,6 +147,55 @@ def _safe_repr(value: Any) -> str:
         return repr(value)
     except Exception:  # a broken __repr__ must not break the task's event
         return f"<unrepresentable {type(value).__name__}>"
+
+
+# Separators no JSON-encoded string can contain (control characters are always escaped), so in
+# such an encoding ":" and "=" appear only inside strings, and a key is a string before _KEY_SEP.
+# Each match is (key, the encoded value if it is exactly REDACTED, else "").
+_ITEM_SEP, _KEY_SEP = "\x01", "\x02"
+_ENCODED_KEY = re.compile(r'"((?:[^"\\]|\\.)*+)"\x02(' + re.escape(json.dumps(REDACTED)) + ")?")
+_ENCODER = json.JSONEncoder(
+    separators=(_ITEM_SEP, _KEY_SEP),
+    ensure_ascii=True,  # non-ASCII keys show a backslash and take the slow path
+    allow_nan=False,
+    check_circular=False,
+)
+
+
+def is_redacted_json(value: Any, limits: RedactionLimits = DEFAULT_LIMITS) -> bool:
+    """Whether ``redact(value, (), limits)`` would equal ``value``, judged from one encoding.
+
+    For values fresh from ``json.loads``, such as what an agent sent, where most data has been
+    redacted already: one encoding and one search in C stand in for the walk. The answer errs
+    only towards False (then the caller redacts): a value whose encoding holds no secret
+    candidate, no long key, no sensitive key but with the value REDACTED, and is too short,
+    shallow and small for any limit to apply is returned by ``redact`` unchanged.
+
+    ``value`` must hold JSON types only: the encoder would turn a tuple or an int key into
+    something else than ``redact`` makes of them.
+    """
+    try:
+        text = _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    if (
+        len(text) > limits.max_string
+        or text.count(_ITEM_SEP) >= limits.max_items
+        or text.count("[") + text.count("{") >= limits.max_depth
+        or may_hold_secret(text)
+    ):
+        return False
+    return _keys_kept(tuple(_ENCODED_KEY.findall(text)), limits.max_key)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys_kept(keys: tuple[tuple[str, str], ...], limit: int) -> bool:
+    # Events of one kind share their keys, so whole key lists recur and are judged once. A
+    # sensitive key passes only when its value already reads REDACTED.
+    return not any(
+        "\\" in key or len(key) > limit or (not masked and _sensitive(key, ()))
+        for key, masked in keys
+    )
 
 
 def find_secrets(value: Any, extra_keys: Iterable[str] = ()) -> list[str]:

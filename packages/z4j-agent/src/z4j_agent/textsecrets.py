@@ -181,11 +181,37 @@ RULES: tuple[Rule, ...] = (_pem, _url, _bearer, _key_values, _aws_pair, _tokens)
 
 # Something every rule needs before it can match: a key/value or URL separator, a PEM header,
 # "bearer", or the start of a known token shape. Most strings in task events (names, queues,
-# hosts, plain arguments) contain none, and one search in C lets them skip the rules entirely.
-_CANDIDATE = re.compile(
-    r"[:=]|-----BEGIN |(?i:bearer)|eyJ|A[A-Z0-9]{19}|gh[pousr]_|github_pat_|xox"
-    r"|[sr]k_(?:live|test)_|AIza"
+# hosts, plain arguments) contain none; substring tests in C let them skip the rules entirely.
+_CANDIDATE_LITERALS = (
+    ":",
+    "=",
+    "-----BEGIN ",
+    "eyJ",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "xox",
+    "k_live_",  # sk_live_, rk_live_
+    "k_test_",
+    "AIza",
 )
+_CANDIDATE_SHAPE = re.compile(r"A[A-Z0-9]{19}")
+
+
+def may_hold_secret(text: str) -> bool:
+    """False when no rule can match anywhere in ``text``, so masking would return it as it is.
+
+    What it looks for is always a run of printable ASCII other than ``"`` and ``\\``, which a
+    JSON encoding copies unchanged, so asking about the encoding of a value (keys, strings and
+    all) answers for every string inside it.
+    """
+    for literal in _CANDIDATE_LITERALS:
+        if literal in text:
+            return True
+    return "bearer" in text.lower() or _CANDIDATE_SHAPE.search(text) is not None
 
 
 def _live_spans(rule: Rule, text: str, extra: tuple[str, ...]) -> list[Span]:
@@ -194,7 +220,7 @@ def _live_spans(rule: Rule, text: str, extra: tuple[str, ...]) -> list[Span]:
 
 def mask_text(text: str, extra: tuple[str, ...] = ()) -> str:
     """Replace every secret span of ``text`` with ``[redacted]``; the rest is unchanged."""
-    if _CANDIDATE.search(text) is None:
+    if not may_hold_secret(text):
         return text
     return mask_all_rules(text, extra)
 
@@ -218,6 +244,6 @@ def mask_all_rules(text: str, extra: tuple[str, ...] = ()) -> str:
 
 def secret_spans(text: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The secret substrings each rule finds in ``text`` as it stands (nothing once masked)."""
-    if _CANDIDATE.search(text) is None:
+    if not may_hold_secret(text):
         return []
     return [text[a:b] for rule in RULES for a, b in _live_spans(rule, text, extra)]

@@ -57,8 +57,13 @@ class Brain:
         wake-up of ``changes`` in each process.
         """
         async with self.pool.connection() as conn:
-            await conn.execute("SELECT pg_notify(%s, '')", (CHANGES_CHANNEL,))
+            await signal_change(conn)
 
     async def wake_streams(self) -> None:
         async with self.changes:
             self.changes.notify_all()
+
+
+async def signal_change(conn: Conn) -> None:
+    """``Brain.notify_change`` on ``conn``: inside a transaction it is sent when that commits."""
+    await conn.execute("SELECT pg_notify(%s, '')", (CHANGES_CHANNEL,))

@@ -119,12 +119,33 @@ class Session:
 
     def mac(self, frame: dict[str, Any], *, parsed: bool = False) -> str:
         """The frame's HMAC; ``parsed`` says the frame came from ``json.loads`` (see wirekit)."""
+        encode = canonical_json_parsed if parsed else canonical_json
+        return hmac.new(self.secret, encode(self._envelope(frame)), hashlib.sha256).hexdigest()
+
+    def mac_around(self, frame: dict[str, Any], payload: bytes) -> str:
+        """The HMAC of ``frame`` with ``payload``, its canonical JSON, in place of its null one."""
+        head, tail = _split_at_payload(canonical_json(self._envelope(frame)))
+        digest = hmac.new(self.secret, head, hashlib.sha256)
+        digest.update(payload)
+        digest.update(tail)
+        return digest.hexdigest()
+
+    def _envelope(self, frame: dict[str, Any]) -> dict[str, Any]:
         envelope = {k: v for k, v in frame.items() if k != "hmac"}
         envelope["agent_id"] = self.agent_id
         envelope["project_id"] = self.project_id
         envelope["session_id"] = self.session_id
-        encode = canonical_json_parsed if parsed else canonical_json
-        return hmac.new(self.secret, encode(envelope), hashlib.sha256).hexdigest()
+        return envelope
+
+
+_NULL_PAYLOAD = b'"payload":null'
+
+
+def _split_at_payload(encoded: bytes) -> tuple[bytes, bytes]:
+    # Inside a JSON string every quote is escaped, so the first unescaped '"payload":null' of a
+    # canonical encoding is the top-level member.
+    at = encoded.index(_NULL_PAYLOAD)
+    return encoded[: at + len(_NULL_PAYLOAD) - 4], encoded[at + len(_NULL_PAYLOAD) :]
 
 
 class FrameSigner:
@@ -143,6 +164,22 @@ class FrameSigner:
         self._next_seq += 1
         frame["hmac"] = self.session.mac(frame)
         return frame
+
+    def sign_encoded(self, frame_type: str, payload: bytes, frame_id: str | None = None) -> bytes:
+        """``sign`` for a payload already encoded by ``wirekit.canonical_json``; returns the
+        frame as the bytes to send (canonical JSON itself).
+
+        A sender that keeps a payload encoded, such as a batch that may have to be sent again,
+        encodes only the small envelope around it for each frame.
+        """
+        frame: dict[str, Any] = unsigned_frame(frame_type, {}, frame_id)
+        frame["payload"] = None
+        frame["nonce"] = secrets.token_urlsafe(16)
+        frame["seq"] = self._next_seq
+        self._next_seq += 1
+        frame["hmac"] = self.session.mac_around(frame, payload)
+        head, tail = _split_at_payload(canonical_json(frame))
+        return head + payload + tail
 
 
 class FrameVerifier:

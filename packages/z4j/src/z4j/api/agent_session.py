@@ -27,7 +27,7 @@ from z4j_agent.protocol import (
 )
 
 from z4j import __version__
-from z4j.brain import AGENT_TOKEN, Brain
+from z4j.brain import AGENT_TOKEN, Brain, signal_change
 from z4j.ingest.fold import fold_batch
 from z4j.store import agents as agent_store
 from z4j.store.ingest import write_folded
@@ -126,10 +126,12 @@ class AgentSession:
             )
         folded = fold_batch(self.project_id, events)
         now = datetime.now(UTC)
-        async with self.brain.project_tx(self.project_id) as conn:
+        # One round trip for the writes (pipelined), one for the commit; the change signal
+        # goes out with the commit, so a dashboard never wakes up before the rows are visible.
+        async with self.brain.project_tx(self.project_id) as conn, conn.pipeline():
             await write_folded(conn, self.project_id, self.agent_id, folded)
             await agent_store.touch(conn, self.agent_id, now)
-        await self.brain.notify_change()
+            await signal_change(conn)
         return self.signer.sign(
             "event_batch_ack",
             {

@@ -3,7 +3,10 @@
 Each connection plays one agent: hello, then signed ``event_batch`` frames of realistic Celery
 events (sent, started, succeeded per task), waiting for each ``event_batch_ack`` before the
 next frame, as the agent does. Throughput counts events acknowledged; latency is per batch,
-from send to ack.
+from send to ack. The client shares the machine with the brain, so it encodes every batch
+before the clock starts and only signs each frame (a fresh timestamp, nonce and sequence
+number around the encoded payload) when it sends it. ``cpu_ms_per_1000_events`` splits the CPU
+time of the timed phase between this client, the brain's processes and PostgreSQL's backends.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import psycopg
 import websockets
+from wirekit import canonical_json
 from z4j_agent.protocol import FrameSigner, FrameVerifier, Session, format_ts, unsigned_frame
 
+from z4j.bench import cpu
 from z4j.bench.harness import bench_brain
 from z4j.testing import BrainProcess
 
@@ -55,7 +61,7 @@ def make_events(n: int, start: datetime) -> list[dict[str, Any]]:
 async def _agent(
     server: BrainProcess,
     creds: dict[str, Any],
-    frames: list[list[dict[str, Any]]],
+    payloads: list[bytes],
     latencies: list[float],
 ) -> int:
     url = f"ws://127.0.0.1:{server.port}/ws/agent"
@@ -80,14 +86,29 @@ async def _agent(
         session = Session(creds["secret"], ack["agent_id"], ack["project_id"], ack["session_id"])
         signer, verifier = FrameSigner(session), FrameVerifier(session)
         accepted = 0
-        for events in frames:
-            frame = signer.sign("event_batch", {"events": events})
+        for payload in payloads:
             began = time.perf_counter()
-            await ws.send(json.dumps(frame))
+            await ws.send(signer.sign_encoded("event_batch", payload).decode())
             reply = verifier.verify(json.loads(await ws.recv()))
             latencies.append(time.perf_counter() - began)
             accepted += reply["payload"]["accepted"]
         return accepted
+
+
+async def _cpu_seconds(server: BrainProcess) -> dict[str, dict[int, float]]:
+    """CPU used so far by the client, the server's processes and the database's backends."""
+    assert server.proc is not None
+    async with await psycopg.AsyncConnection.connect(server.admin_url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid()"
+        )
+        backends = [row[0] for row in await cur.fetchall()]
+    return {
+        "client": cpu.client_seconds(),
+        "server": cpu.process_seconds(cpu.group_members(server.proc.pid)),
+        "postgres": cpu.process_seconds(backends),
+    }
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -105,14 +126,26 @@ async def run(
         start = datetime.now(UTC)
         for _ in range(connections):
             evs = make_events(per_conn, start)
-            plans.append([evs[i : i + batch] for i in range(0, len(evs), batch)])
+            plans.append(
+                [canonical_json({"events": evs[i : i + batch]}) for i in range(0, len(evs), batch)]
+            )
         # Warm up one batch per connection so connection setup is not measured.
         latencies: list[float] = []
         await asyncio.gather(*(_agent(server, creds, [p[0]], []) for p in plans))
+        cpu_before = await _cpu_seconds(server) if cpu.available() else None
         began = time.perf_counter()
         counts = await asyncio.gather(*(_agent(server, creds, p[1:], latencies) for p in plans))
         elapsed = time.perf_counter() - began
+        cpu_after = await _cpu_seconds(server) if cpu.available() else None
     total = sum(counts)
+    cpu_ms = (
+        {
+            side: round(cpu.used_between(cpu_before[side], used) * 1e6 / max(total, 1), 1)
+            for side, used in cpu_after.items()
+        }
+        if cpu_before is not None and cpu_after is not None
+        else None
+    )
     return {
         "benchmark": "z4j.ingest",
         "events": total,
@@ -123,6 +156,7 @@ async def run(
         "events_per_sec": round(total / elapsed, 1),
         "p50_batch_ms": round(_percentile(latencies, 0.5) * 1000, 2),
         "p99_batch_ms": round(_percentile(latencies, 0.99) * 1000, 2),
+        "cpu_ms_per_1000_events": cpu_ms,
         "unit": "events/s",
         "path": "signed frames over WebSocket -> PostgreSQL",
     }

@@ -12,7 +12,6 @@ drags the task back to pending, even when the producer's clock runs ahead of the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
@@ -53,25 +52,19 @@ Claim = tuple[TaskState, datetime, int]
 """A state, the agent time it was reached, and the attempt (retry count) it belongs to."""
 
 
-@dataclass(frozen=True, order=True)
-class StateKey:
-    """Orders state claims; the greatest claim is the task's state."""
+StateKey = tuple[bool, int, datetime, int]
+"""Orders state claims (settled, attempt, agent time, rank); the greatest is the task's state."""
 
-    settled: bool
-    attempt: int
-    at: datetime
-    rank: int
 
-    @classmethod
-    def of(cls, state: TaskState, at: datetime, attempt: int) -> StateKey:
-        return cls(state is not TaskState.PENDING, attempt, at, RANK[state])
+def state_key(state: TaskState, at: datetime, attempt: int) -> StateKey:
+    return (state is not TaskState.PENDING, attempt, at, RANK[state])
 
 
 def winner(current: Claim | None, claim: Claim) -> Claim:
     """The claim that stands after ``claim`` meets ``current``."""
     if current is None:
         return claim
-    return claim if StateKey.of(*claim) > StateKey.of(*current) else current
+    return claim if state_key(*claim) > state_key(*current) else current
 
 
 def finished_at(state: TaskState, state_at: datetime) -> datetime | None:

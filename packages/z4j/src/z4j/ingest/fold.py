@@ -6,12 +6,13 @@ same whether events arrive in one batch or many, in order or not, once or severa
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from z4j_agent.events import redact_event_data
+from z4j_agent.events import redact_received_event_data
 from z4j_agent.protocol import parse_ts
 
 from z4j.domain.taskstate import UNKNOWN_ATTEMPT, Claim, TaskState, finished_at, winner
@@ -22,12 +23,26 @@ _MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_
 
 def scoped_id(project_id: uuid.UUID, value: str) -> uuid.UUID:
     """Ids agents send are scoped to the project, so no agent can touch another project's rows."""
-    return uuid.uuid5(project_id, value)
+    return uuid.UUID(scoped_id_text(project_id, value))
+
+
+def scoped_id_text(project_id: uuid.UUID, value: str) -> str:
+    """``str(uuid.uuid5(project_id, value))``, built from the digest without UUID objects.
+
+    Ingest derives one for every event and task and only ever needs the text form.
+    """
+    digest = bytearray(
+        hashlib.sha1(project_id.bytes + value.encode(), usedforsecurity=False).digest()
+    )
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    h = digest[:16].hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 @dataclass
 class TaskRow:
-    id: uuid.UUID
+    id: str
     engine: str
     engine_task_id: str
     name: str | None = None
@@ -50,8 +65,8 @@ class TaskRow:
 
 @dataclass
 class EventRow:
-    id: uuid.UUID
-    task_id: uuid.UUID
+    id: str
+    task_id: str
     event_type: str
     ts: datetime
     payload: dict[str, Any]
@@ -59,7 +74,8 @@ class EventRow:
 
 @dataclass
 class Folded:
-    tasks: dict[uuid.UUID, TaskRow] = field(default_factory=dict)
+    # by the engine's task id (as cut to its column's length), each row under its scoped id
+    tasks: dict[str, TaskRow] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     worker_seen: datetime | None = None
     accepted: int = 0
@@ -152,17 +168,22 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             else:
                 out.rejected += 1
             continue
-        data = redact_event_data(data)
-        task_id = scoped_id(project_id, engine_task_id[:200])
-        row = out.tasks.get(task_id)
+        data = redact_received_event_data(data)
+        engine_task_id = engine_task_id[:200]
+        row = out.tasks.get(engine_task_id)
         if row is None:
             engine = str(raw.get("engine") or "celery")[:40]
-            row = out.tasks[task_id] = TaskRow(task_id, engine, engine_task_id[:200])
+            task_id = scoped_id_text(project_id, engine_task_id)
+            row = out.tasks[engine_task_id] = TaskRow(task_id, engine, engine_task_id)
         _fold_task(row, mapping.state, at, data)
         if mapping.event_type is not None:
             out.events.append(
                 EventRow(
-                    scoped_id(project_id, event_id[:200]), task_id, mapping.event_type, at, data
+                    scoped_id_text(project_id, event_id[:200]),
+                    row.id,
+                    mapping.event_type,
+                    at,
+                    data,
                 )
             )
         out.accepted += 1

@@ -81,7 +81,7 @@ async def write_folded(
     if tasks:
         rows = [
             {
-                "id": str(t.id),
+                "id": t.id,
                 "engine": t.engine,
                 "engine_task_id": t.engine_task_id,
                 "name": t.name,
@@ -110,8 +110,8 @@ async def write_folded(
         # instead of escaping hundreds of jsonb array elements one by one.
         rows = [
             {
-                "id": str(e.id),
-                "task_id": str(e.task_id),
+                "id": e.id,
+                "task_id": e.task_id,
                 "event_type": e.event_type,
                 "ts": e.ts.isoformat(),
                 "payload": e.payload,
