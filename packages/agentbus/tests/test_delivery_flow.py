@@ -13,6 +13,7 @@ import psycopg
 import pytest
 from agentbus.db import SCOPE
 from agentbus.delivery import jetstream, outcomes, store
+from agentbus.delivery.domain import Status
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.policy import Decision, SendRequest
@@ -187,7 +188,8 @@ async def test_copy_of_an_acked_message_is_dropped(
     async with tenant_transaction(gateway.pool, SCOPE, tenant) as conn:
         row = await store.lock(conn, tenant, agent, msg)
         assert row is not None
-        assert await outcomes.transport_ack(conn, tenant, agent, row)
+        moved = await outcomes.acknowledge(conn, tenant, agent, [row], Status.DELIVERED, [None])
+        assert moved == {msg}
     subject = build_service(gateway).tokens.verify(first["ack_token"], tenant, agent, msg)
     await jetstream.nak(nats_client(gateway.broker), subject.reply, 0)
     assert (await poll(client, bob, wait_s=2))["deliveries"] == []

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 from agentbus.db import SCOPE
 from agentbus.delivery import outcomes, store
+from agentbus.delivery.domain import Status
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, enroll, make_world
 from agentbus.ids import parse_id
@@ -98,7 +99,8 @@ async def test_row_level_security_hides_the_rows_from_another_tenant_scope(
         async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as acme_conn:
             row = await store.lock(acme_conn, acme.tenant_id, agent, msg)
         assert row is not None
-        assert not await outcomes.transport_ack(conn, acme.tenant_id, agent, row)
+        delivered = Status.DELIVERED
+        assert not await outcomes.acknowledge(conn, acme.tenant_id, agent, [row], delivered, [None])
         assert not await outcomes.dead_letter(conn, globex.tenant_id, row, "max_deliveries")
         cur = await conn.execute("SELECT count(*) AS n FROM delivery_state")
         assert (await cur.fetchone()) == {"n": 0}

@@ -6,14 +6,20 @@ NATS unless URLs are given. Two agents are registered with sidecar keys; the sen
 envelopes with the sidecar's envelope module and posts them to ``POST /v1/messages``, the
 receiving client long-polls ``GET /v1/inbox`` and application-acks each pulled batch with
 ``POST /v1/inbox/read`` (which records the transport ack too). A message's latency runs from
-just before its send request to the answer of the read that acked it. Both clients use httpx
-with keep-alive, in this process.
+just before its send request to the answer of the read that acked it. Both clients are the
+lean keep-alive HTTP/1.1 client of ``benchhttp``, in this process. Envelopes are built and
+signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
+share of the CPU is the HTTP traffic.
 
 The raw run publishes envelopes of the same size with ``Nats-Msg-Id`` to a file-backed stream,
 pulls them with a durable pull consumer and acks each with a confirmed ack.
 
-Each run prints one JSON object per line; the last line compares the gateway runs with the goals
-(p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced).
+Each run prints one JSON object per line, with the CPU time its messages cost per process
+(``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which stays
+meaningful when other work shares the machine and the wall-clock figures do not. Then one line
+per mode puts the gateway beside the raw JetStream ceiling, and the last line compares the
+gateway runs with the goals (p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s
+unpaced).
 """
 
 from __future__ import annotations
@@ -45,17 +51,22 @@ from agentbus_sidecar.envelope import build_envelope, sign_envelope
 from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from platformkit.db.embedded import EmbeddedPostgres
+from platformkit.db.scope import tenant_transaction
 from platformkit.nats.embedded import EmbeddedNats
 from wirekit import canonical_json
 
-from agentbus import db
+from agentbus import benchhttp, db
 from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
+from agentbus.benchcpu import CpuMeter
 from agentbus.keys import load_or_create_keyring
+from agentbus.store import plans
 
 GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
+UNLIMITED = {"publish_per_minute": 10**9, "pending_per_agent": 10**9}
 UNPACED_IN_FLIGHT = 32
+SEND_CONNECTIONS = 64
 SLUG = "bench"
 Emit = Callable[[dict[str, Any]], None]
 
@@ -76,6 +87,10 @@ class Result:
     latencies_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     errors: int = 0
+    cpu_ms_per_msg: dict[str, float] | None = None
+
+    def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
+        self.cpu_ms_per_msg = meter.per_message(before, meter.take(), len(self.latencies_ms))
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
@@ -95,6 +110,7 @@ class Result:
             "p99_ms": pct(0.99),
             "max_ms": round(lat[-1], 3) if lat else None,
             "mean_ms": round(statistics.fmean(lat), 3) if lat else None,
+            "cpu_ms_per_msg": self.cpu_ms_per_msg,
         }
 
 
@@ -192,6 +208,17 @@ class Deployment:
             time.sleep(0.2)
         raise RuntimeError("the gateway did not become ready in 90 s")
 
+    def meter(self) -> CpuMeter:
+        """CPU of the gateway, and of PostgreSQL and NATS when this deployment started them."""
+        postgres = None
+        if self.postgres is not None:
+            with suppress(OSError, ValueError):
+                pid_file = self.postgres.data_dir / "postmaster.pid"
+                postgres = int(pid_file.read_text().split()[0])
+        nats_pid = self.nats_server.running_pid() if self.nats_server is not None else None
+        gateway = self.process.pid if self.process is not None else None
+        return CpuMeter({"gateway": gateway, "postgres": postgres, "nats": nats_pid})
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -207,7 +234,9 @@ class Deployment:
 
 
 async def make_tenant(database_url: str, keyring: Path) -> str:
-    """Migrate, then a tenant and workspace; returns the bootstrap integration token."""
+    """Migrate, then a tenant and workspace; returns the bootstrap integration token. The
+    tenant's send rate and backlog limits are lifted (still checked on every send), since the
+    load is the point here."""
     await db.migrator().migrate(database_url)
     pool = await db.open_app_pool(database_url, max_size=2)
     try:
@@ -219,6 +248,8 @@ async def make_tenant(database_url: str, keyring: Path) -> str:
         if created.owner_user is None or created.bootstrap_token is None:
             raise RuntimeError("the tenant was created without an owner or token")
         tid = created.tenant["id"]
+        async with tenant_transaction(pool, db.SCOPE, tid) as conn:
+            await plans.override_limits(conn, tid, UNLIMITED)
         as_owner = Ctx(pool, Actor.user(tid, created.owner_user["id"]))
         await workspaces.create_workspace(as_owner, tid, slug="main", display_name="main")
         return created.bootstrap_token.plaintext
@@ -243,12 +274,21 @@ async def enroll(client: httpx.AsyncClient, token: str, name: str) -> Agent:
     return agent
 
 
+def _bearer(agent: Agent) -> dict[str, str]:
+    return {"Authorization": f"Bearer {agent.credential}"}
+
+
+def _ok(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    if status != 200:
+        raise benchhttp.HttpError(f"{status}: {body}")
+    return body
+
+
 class GatewayBench:
-    def __init__(self, url: str, sender: Agent, receiver: Agent) -> None:
-        limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
-        self.send_client = httpx.AsyncClient(base_url=url, limits=limits, timeout=30)
-        self.recv_client = httpx.AsyncClient(base_url=url, timeout=60)
-        self.sender, self.receiver = sender, receiver
+    def __init__(self, url: str, sender: Agent, receiver: Agent, meter: CpuMeter) -> None:
+        self.send_client = benchhttp.Client(url, SEND_CONNECTIONS, _bearer(sender))
+        self.recv_client = benchhttp.Client(url, 1, _bearer(receiver))
+        self.sender, self.receiver, self.meter = sender, receiver, meter
         self.conversation: str | None = None
 
     async def aclose(self) -> None:
@@ -268,16 +308,17 @@ class GatewayBench:
         sent_at: dict[str, float] = {}
         remaining = result.messages
         done = asyncio.Event()
-        headers = {"Authorization": f"Bearer {self.sender.credential}",
-                   "Content-Type": "application/json"}  # fmt: skip
+        bodies = [self.envelope(n) for n in range(result.messages)]
+        ids = [json.loads(body)["id"] for body in bodies]
 
         async def send(n: int) -> None:
             nonlocal remaining
-            body = self.envelope(n)
-            msg_id = json.loads(body)["id"]
+            body, msg_id = bodies[n], ids[n]
             sent_at[msg_id] = time.perf_counter()
-            reply = await self.send_client.post("/v1/messages", content=body, headers=headers)
-            if reply.status_code != 202:
+            status, _ = await self.send_client.request(
+                "POST", "/v1/messages", body, "application/json"
+            )
+            if status != 202:
                 result.errors += 1
                 sent_at.pop(msg_id, None)
                 remaining -= 1
@@ -286,24 +327,19 @@ class GatewayBench:
 
         async def receive() -> None:
             nonlocal remaining
-            bearer = {"Authorization": f"Bearer {self.receiver.credential}"}
             while remaining > 0:
-                pulled = await self.recv_client.get(
-                    "/v1/inbox", params={"wait_s": 2, "max": 100}, headers=bearer
-                )
-                pulled.raise_for_status()
-                deliveries = pulled.json().get("deliveries") or []
+                pulled = _ok(*await self.recv_client.json("GET", "/v1/inbox?wait_s=2&max=100"))
+                deliveries = pulled.get("deliveries") or []
                 if not deliveries:
                     continue
                 stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
                 reads = [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
                          for d in deliveries]  # fmt: skip
-                answer = await self.recv_client.post(
-                    "/v1/inbox/read", json={"reads": reads}, headers=bearer
+                answer = _ok(
+                    *await self.recv_client.json("POST", "/v1/inbox/read", {"reads": reads})
                 )
-                answer.raise_for_status()
                 now = time.perf_counter()
-                for item in answer.json().get("results", []):
+                for item in answer.get("results", []):
                     started = sent_at.pop(str(item.get("msg_id")), None)
                     if started is None:
                         continue
@@ -315,10 +351,12 @@ class GatewayBench:
             done.set()
 
         receiver = asyncio.create_task(receive())
+        cpu = self.meter.take()
         begin = time.perf_counter()
         await drive(result.messages, result.rate, send, in_flight=in_flight)
         await asyncio.wait_for(done.wait(), timeout=120)
         result.elapsed_s = time.perf_counter() - begin
+        result.measure(self.meter, cpu)
         receiver.cancel()
         with suppress(asyncio.CancelledError):
             await receiver
@@ -328,7 +366,7 @@ class GatewayBench:
 # -- raw JetStream --------------------------------------------------------------------------
 
 
-async def raw_nats(nats_url: str, result: Result, payload: bytes) -> Result:
+async def raw_nats(nats_url: str, result: Result, payload: bytes, meter: CpuMeter) -> Result:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     tag = uuid.uuid4().hex[:12]
@@ -362,10 +400,12 @@ async def raw_nats(nats_url: str, result: Result, payload: bytes) -> Result:
 
     try:
         receiver = asyncio.create_task(receive())
+        cpu = meter.take()
         begin = time.perf_counter()
         await drive(result.messages, result.rate, send, in_flight=UNPACED_IN_FLIGHT)
         await asyncio.wait_for(receiver, timeout=120)
         result.elapsed_s = time.perf_counter() - begin
+        result.measure(meter, cpu)
     finally:
         with suppress(Exception):
             await js.delete_stream(stream)
@@ -383,6 +423,19 @@ def workdir() -> Iterator[Path]:
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def beside(gateway: dict[str, Any], ceiling: dict[str, Any]) -> dict[str, Any]:
+    """One mode's gateway figures next to raw JetStream's, and the gateway's share of it."""
+    keys = ("msgs_per_sec", "p50_ms", "p99_ms", "cpu_ms_per_msg")
+    ours, theirs = gateway["msgs_per_sec"], ceiling["msgs_per_sec"]
+    return {
+        "beside": gateway["mode"],
+        "rate": gateway["rate"],
+        "gateway": {k: gateway[k] for k in keys},
+        "nats": {k: ceiling[k] for k in keys},
+        "share_of_ceiling": round(ours / theirs, 3) if ours and theirs else None,
+    }
 
 
 def goals(paced: dict[str, Any], unpaced: dict[str, Any]) -> dict[str, Any]:
@@ -406,7 +459,8 @@ async def run_bench(
             await enroll(client, token, "sender"),
             await enroll(client, token, "receiver"),
         )
-    bench = GatewayBench(dep.url, sender, receiver)
+    meter = dep.meter()
+    bench = GatewayBench(dep.url, sender, receiver, meter)
     try:
         if warmup:
             await bench.run(Result("gateway", "warmup", warmup, None), in_flight=4)
@@ -418,10 +472,13 @@ async def run_bench(
     finally:
         await bench.aclose()
     if raw:
-        nats_url = str(dep.nats_url)
-        for mode, pace in (("paced", rate), ("unpaced", None)):
-            ceiling = await raw_nats(nats_url, Result("nats", mode, messages, pace), payload)
-            emit(ceiling.summary())
+        nats_url, nats_only = str(dep.nats_url), CpuMeter({"nats": meter.services.get("nats")})
+        for gateway_run, pace in ((paced, rate), (unpaced, None)):
+            mode = gateway_run["mode"]
+            raw_run = Result("nats", mode, messages, pace)
+            ceiling = (await raw_nats(nats_url, raw_run, payload, nats_only)).summary()
+            emit(ceiling)
+            emit(beside(gateway_run, ceiling))
     emit(goals(paced, unpaced))
 
 

@@ -4,18 +4,20 @@ Database ``agentbus``; migrations run as ``agentbus_owner``; the gateway logs in
 ``agentbus_app`` (NOBYPASSRLS) and sets ``app.tenant_id`` right after BEGIN through
 ``tenant_transaction(pool, SCOPE, tenant_id)``; the support console logs in as
 ``agentbus_support``. absurd's schema comes first, then ours (which creates the ``agentbus``
-queue).
+queue). Hot paths use ``pipelined_transaction``, the same scope in psycopg's pipeline mode.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from importlib.resources import files
 
 from platformkit.db.migrator import Migrator, load_directory
 from platformkit.db.pool import open_pool, with_user
 from platformkit.db.roles import RoleSpec
-from platformkit.db.scope import Pool, ScopeSettings
+from platformkit.db.scope import Conn, Pool, ScopeSettings
 from platformkit.db.server import admin_url_for
 from platformkit.jobs import absurd_source
 
@@ -67,3 +69,20 @@ async def open_app_pool(
     return await open_pool(
         app_url(admin_url, app_password), min_size=1, max_size=max_size, name="agentbus-app"
     )
+
+
+@asynccontextmanager
+async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterator[Conn]:
+    """``tenant_transaction(pool, SCOPE, tenant_id)`` in pipeline mode: BEGIN, the tenant
+    setting, the body's statements and COMMIT are sent together, and the client waits for the
+    server only where the body fetches a result, and once at the end. A body that fetches
+    nothing costs one round trip.
+
+    In pipeline mode an error surfaces at the next fetch or at the end of the block, and a
+    cursor's ``rowcount`` is known only once its result was fetched: bodies learn outcomes
+    with ``fetch*`` (``RETURNING``), never from ``rowcount``."""
+    if not isinstance(tenant_id, uuid.UUID):
+        raise TypeError("tenant_id must be a UUID")
+    async with pool.connection() as conn, conn.pipeline(), conn.transaction():
+        await conn.execute("SELECT set_config(%s, %s, true)", (SCOPE.tenant, str(tenant_id)))
+        yield conn

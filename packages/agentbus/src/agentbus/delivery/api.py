@@ -18,7 +18,7 @@ from fastapi import APIRouter, FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from agentbus.delivery import bodies, pull, settle
+from agentbus.delivery import bodies, longpoll, pull, settle
 from agentbus.delivery.background import background
 from agentbus.delivery.consumers import pending_estimate
 from agentbus.delivery.service import service_of
@@ -47,11 +47,17 @@ async def get_inbox(request: Request) -> Response:
     who = await _receiver(request)
     wait_s, max_items, max_bytes = bodies.poll_params(request.query_params)
     svc = service_of(request)
-    async with svc.connection(who.tenant_id, who.agent_id) as conn:
+    async with (
+        svc.connection(who.tenant_id, who.agent_id) as conn,
+        longpoll.watch_client(request, conn.ended) as gone,
+    ):
         deliveries = await pull.fetch(
-            svc, who, wait_s=wait_s, max_items=max_items, max_bytes=max_bytes, stop=conn.replaced
+            svc, who, wait_s=wait_s, max_items=max_items, max_bytes=max_bytes, stop=conn.ended
         )
         replaced = conn.replaced.is_set()
+        if gone.is_set():
+            await longpoll.hand_back(svc, who, deliveries)
+            return Response(status_code=204)  # nobody reads it
     body: dict[str, Any] = {"deliveries": deliveries}
     if replaced and not deliveries:
         body["replaced"] = True

@@ -37,7 +37,11 @@ def forget_consumer(svc: DeliveryService, who: AgentPrincipal) -> None:
 
 
 async def pending_estimate(svc: DeliveryService, who: AgentPrincipal) -> int | None:
-    """Messages still waiting in the agent's consumer (JetStream's ``num_pending``)."""
+    """Messages still waiting in the agent's consumer (JetStream's ``num_pending``): as the
+    pull just made for this agent saw it, else asked of JetStream."""
+    seen = svc.pending.pop((who.tenant_id, who.agent_id), None)
+    if seen is not None:
+        return seen
     try:
         info = await svc.gateway.broker.js.consumer_info(
             stream_name(who.tenant_id), consumer_name(who.agent_id)

@@ -19,7 +19,7 @@ from typing import Any
 from nats.aio.msg import Msg
 from platformkit.db.scope import tenant_transaction
 
-from agentbus.db import SCOPE
+from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.delivery import store
 from agentbus.delivery.domain import PAYLOAD_INTEGRITY, CopyState, Status, Triage, triage
 from agentbus.delivery.service import DeliveryService
@@ -45,6 +45,7 @@ class Copy:
     msg_id: uuid.UUID | None
     attempt: int
     stream_seq: int
+    pending: int
     row: Row | None = None
     verdict: Triage = Triage.GONE
     data: Any = None
@@ -68,12 +69,12 @@ def parse_copy(msg: Msg) -> Copy:
         msg_id: uuid.UUID | None = parse_id("msg", header.split(":", 1)[0])
     except InvalidId:
         msg_id = None
-    return Copy(msg, msg_id, subject.delivered, subject.stream_seq)
+    return Copy(msg, msg_id, subject.delivered, subject.stream_seq, subject.pending)
 
 
 async def triage_all(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
     ids = [c.msg_id for c in copies if c.msg_id is not None]
-    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+    async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
         rows = await store.load(conn, who.tenant_id, who.agent_id, ids)
     now = datetime.now(UTC)
     for copy in copies:

@@ -8,7 +8,8 @@ that moment, and never leaves a pull request behind that could swallow a later m
 3. once that message arrives, another ``no_wait`` request for the rest.
 
 Every request goes to a fresh inbox that is unsubscribed at the end; the server drops waiting
-requests whose reply subject lost interest, so an abandoned long-poll releases its request.
+requests whose reply subject lost interest, so an abandoned long-poll releases its request, and
+copies that reached the inbox but are not returned are naked without delay.
 
 Settling uses the reply subject alone, so any gateway instance can settle any delivery: the
 transport ack is a confirmed ``+ACK`` (request/reply, 2 s), a nak is ``-NAK {"delay": ns}``, a
@@ -101,6 +102,18 @@ async def pull(
     finally:
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
+        await _release(nc, queue)
+
+
+async def _release(nc: Client, queue: asyncio.Queue[Msg]) -> None:
+    """Copies that reached this pull's inbox but are not returned (``stop`` came first, or one
+    answered a drain after its timeout): nak them without delay rather than leave them pending
+    until AckWait."""
+    while not queue.empty():
+        msg = queue.get_nowait()
+        if msg.reply and not (msg.headers and msg.headers.get(STATUS)):
+            with contextlib.suppress(Exception):
+                await nak(nc, msg.reply, 0)
 
 
 async def _first(

@@ -11,6 +11,7 @@ delivers its task; an expired request expires a task still ``submitted``/``deliv
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,35 +38,28 @@ async def _task_event(
     )
 
 
-async def transport_ack(
-    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, row: Row, notes: Notes | None = None
-) -> bool:
-    """``fetched -> delivered`` and ``transport_acked_at``; False if the message is past that
-    (already delivered, read or terminal)."""
-    if not await store.move(conn, tenant_id, row, Status.DELIVERED):
-        return False
-    note(notes, row, Status.DELIVERED)
-    await store.record(conn, tenant_id, row["id"], agent_id, "transport_ack")
-    await _task_event(conn, tenant_id, row, Event.DELIVERED)
-    return True
-
-
-async def read(
+async def acknowledge(
     conn: Conn,
     tenant_id: uuid.UUID,
     agent_id: uuid.UUID,
-    row: Row,
-    read_at: datetime | None,
+    rows: Sequence[Row],
+    to: Status,
+    read_ats: Sequence[datetime | None],
     notes: Notes | None = None,
-) -> bool:
-    """``delivered | fetched -> read``; from ``fetched`` the transport ack is filled in too."""
-    if not await store.move(conn, tenant_id, row, Status.READ, read_at=read_at):
-        return False
-    note(notes, row, Status.READ)
-    await store.record(conn, tenant_id, row["id"], agent_id, "read", at=read_at)
-    if row["status"] == Status.FETCHED:
-        await _task_event(conn, tenant_id, row, Event.DELIVERED)
-    return True
+) -> set[uuid.UUID]:
+    """Transport acks (``fetched -> delivered``, ``transport_acked_at``) or application acks
+    (``delivered | fetched -> read``, ``read_at`` from ``read_ats``; from ``fetched`` the
+    transport ack is filled in too) of a batch of locked rows, in one statement. Returns the
+    ids that moved; the others are past that (already delivered, read or terminal). A task
+    request that moved out of ``fetched`` delivers its task."""
+    moved = await store.ack_many(conn, tenant_id, agent_id, rows, to, read_ats)
+    for row in rows:
+        if row["id"] not in moved:
+            continue
+        note(notes, row, to)
+        if to is Status.DELIVERED or row["status"] == Status.FETCHED:
+            await _task_event(conn, tenant_id, row, Event.DELIVERED)
+    return moved
 
 
 async def expire(conn: Conn, tenant_id: uuid.UUID, row: Row, notes: Notes | None = None) -> bool:

@@ -15,10 +15,10 @@ import uuid
 from typing import Any
 
 from nats.aio.msg import Msg
-from platformkit.db.scope import tenant_transaction
+from platformkit.db.scope import Conn
 
 from agentbus.broker import consumer_name, stream_name
-from agentbus.db import SCOPE
+from agentbus.db import pipelined_transaction
 from agentbus.delivery import jetstream, notices, outcomes, store
 from agentbus.delivery.consumers import ensure_consumer, forget_consumer
 from agentbus.delivery.copies import (
@@ -71,6 +71,7 @@ async def fetch(
             copies.append(parse_copy(msg))
         except InvalidAckToken:
             log.warning("pulled a message without a JetStream ack subject: %r", msg.reply)
+    svc.pending[(who.tenant_id, who.agent_id)] = min((c.pending for c in copies), default=0)
     if not copies:
         return []
     await triage_all(svc, who, copies)
@@ -90,7 +91,7 @@ async def _commit(
     """One transaction for the pull; returns the sender keys of the deliveries."""
     handed = [c for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
     notes: Notes = []
-    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+    async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
         for copy in copies:
             row = copy.row
             if row is None:
@@ -108,13 +109,24 @@ async def _commit(
             [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
              for c in handed if (row := c.row) is not None],
         )  # fmt: skip
-        keys = await store.sender_keys(
-            conn, who.tenant_id, [c.row["signing_key_id"] for c in handed if c.row is not None]
-        )
+        keys = await _sender_keys(svc, conn, who, handed)
     await notices.publish(svc.gateway.broker, notes)
     for copy in handed:
         if copy.msg_id not in moved:  # terminal meanwhile (sweeper, term): drop it after all
             copy.drop("ack")
+    return keys
+
+
+async def _sender_keys(
+    svc: DeliveryService, conn: Conn, who: AgentPrincipal, handed: list[Copy]
+) -> dict[uuid.UUID, Row]:
+    """The signing keys of the handed-out envelopes, so the sidecar can verify them (04 §5.1),
+    from the gateway's directory (one-second copies, as the send path reads them)."""
+    keys: dict[uuid.UUID, Row] = {}
+    for key_id in {c.row["signing_key_id"] for c in handed if c.row is not None}:
+        key = await svc.gateway.directory.key(conn, who.tenant_id, key_id)
+        if key is not None:
+            keys[key_id] = key
     return keys
 
 

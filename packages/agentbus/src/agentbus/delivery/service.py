@@ -45,10 +45,12 @@ def connection_subject(tenant_id: uuid.UUID, agent_id: uuid.UUID) -> str:
 
 @dataclass
 class Connection:
-    """One open long-poll or WebSocket; ``replaced`` is set when a newer one announces itself."""
+    """One open long-poll or WebSocket; ``replaced`` is set when a newer one announces itself,
+    ``ended`` when it is replaced or its client has gone (a waiting pull stops on it)."""
 
     id: str
     replaced: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 _HANDED_MAX = 50000
@@ -66,6 +68,11 @@ class DeliveryService:
     """(tenant, agent, message) -> (deadline, JetStream reply subject) of the copies this
     process handed out, for AckWait: an application ack (read) that also fills the transport
     ack settles the JetStream copy with it, as a transport ack would."""
+
+    pending: dict[tuple[uuid.UUID, uuid.UUID], int] = field(default_factory=dict, repr=False)
+    """(tenant, agent) -> the consumer's ``num_pending`` as the last pull here saw it (from the
+    ack subject of its last copy; 0 after a pull that found nothing), taken by the answer's
+    ``pending_estimate`` instead of asking JetStream."""
 
     def remember_handed(
         self, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID, reply: str
@@ -97,6 +104,7 @@ class DeliveryService:
         async def on_announce(msg: Msg) -> None:
             if msg.data.decode() != conn.id:
                 conn.replaced.set()
+                conn.ended.set()
 
         sub: Subscription = await nc.subscribe(subject, cb=on_announce)
         try:

@@ -4,7 +4,8 @@ Each batch runs in one transaction that writes PostgreSQL first; JetStream is se
 the commit, so a lost JetStream ack is caught by the next pull's triage (05 §10.3). Per item the
 result is ``ok``, ``already_acked``, ``terminal`` (with the status, never to be presented) or
 ``invalid`` (bad id, a token that fails its HMAC or is another agent's, a message not to the
-caller). Acks, naks and reads are idempotent per message.
+caller). Acks, naks and reads are idempotent per message. The acks and reads of a batch that
+move a message are written together by one statement (``store.ack_many``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from nats.aio.client import Client
-from platformkit.db.scope import Conn, tenant_transaction
+from platformkit.db.scope import Conn
 
-from agentbus.db import SCOPE
+from agentbus.db import pipelined_transaction
 from agentbus.delivery import jetstream, notices, outcomes, store
 from agentbus.delivery.domain import REJECTED_BY_RECIPIENT, TERMINAL, Status, default_nak_delay_ms
 from agentbus.delivery.notices import Notes
@@ -33,6 +34,7 @@ from agentbus.ids import InvalidId, parse_id
 Row = dict[str, Any]
 Results = list[dict[str, Any]]
 Outcome = tuple[dict[str, Any], str | None]
+Batch = Callable[[Conn, list[tuple["Item", Row]], Notes], Awaitable[list[Outcome]]]
 _HANDED_OUT = frozenset({Status.ACCEPTED, Status.FETCHED})
 
 
@@ -64,18 +66,29 @@ async def _run(
     svc: DeliveryService,
     who: AgentPrincipal,
     items: list[Item],
-    one: Callable[[Conn, Item, Row, Notes], Awaitable[Outcome]],
+    one: Callable[[Conn, Item, Row, Notes], Awaitable[Outcome | None]],
+    many: Batch | None = None,
 ) -> tuple[Results, list[tuple[str, AckSubject, int]]]:
-    """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item;
-    rows are locked in id order (two batches never deadlock), results keep the request's order,
-    and status notifications are published after the commit."""
+    """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item, or
+    None to leave the item to ``many``, which settles all those items together (one statement)
+    after the others. Rows are locked in id order (two batches never deadlock); with a
+    repeated id each item is settled at once instead, so the next copy sees the change.
+    Results keep the request's order; status notifications are published after the commit."""
     results: list[dict[str, Any] | None] = [None] * len(items)
     settles: list[tuple[str, AckSubject, int]] = []
     notes: Notes = []
     order = sorted(range(len(items)), key=lambda i: (items[i].msg_id or uuid.UUID(int=0)).bytes)
     ids = [i.msg_id for i in items if i.msg_id is not None]
     distinct = len(set(ids)) == len(ids)  # a repeated id re-reads its row after each change
-    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
+    deferred: list[tuple[int, Row]] = []
+
+    def answer(index: int, outcome: Outcome) -> None:
+        item = items[index]
+        results[index], verb = outcome
+        if verb is not None and item.subject is not None:
+            settles.append((verb, item.subject, item.delay_ms or 0))
+
+    async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
         locked = await store.lock_many(conn, who.tenant_id, who.agent_id, ids) if distinct else {}
         for index in order:
             item, row = items[index], None
@@ -86,9 +99,19 @@ async def _run(
             if row is None:
                 results[index] = result(item.text_id, "invalid")
                 continue
-            results[index], verb = await one(conn, item, row, notes)
-            if verb is not None and item.subject is not None:
-                settles.append((verb, item.subject, item.delay_ms or 0))
+            outcome = await one(conn, item, row, notes)
+            if outcome is not None:
+                answer(index, outcome)
+                continue
+            assert many is not None, "an item left to the batch needs a batch settle"
+            if distinct:
+                deferred.append((index, row))
+            else:
+                answer(index, (await many(conn, [(item, row)], notes))[0])
+        if deferred and many is not None:
+            settled = await many(conn, [(items[index], row) for index, row in deferred], notes)
+            for (index, _row), outcome in zip(deferred, settled, strict=True):
+                answer(index, outcome)
     await notices.publish(svc.gateway.broker, notes)
     return [r for r in results if r is not None], settles
 
@@ -124,18 +147,28 @@ def _terminal(item: Item, row: Row) -> dict[str, Any] | None:
 
 
 async def ack(svc: DeliveryService, who: AgentPrincipal, items: list[Item]) -> Results:
-    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome | None:
         if item.subject is None:
             return result(item.text_id, "invalid"), None
         if (done := _terminal(item, row)) is not None:
             return done, "ack"  # no longer deliverable: drop the copy
         if _settled(row):
             return result(item.text_id, "already_acked", row["status"]), "ack"
-        if await outcomes.transport_ack(conn, who.tenant_id, who.agent_id, row, notes):
-            return result(item.text_id, "ok", Status.DELIVERED.value), "ack"
-        return result(item.text_id, "terminal", row["status"]), "ack"
+        return None  # transport-acked with the rest of the batch
 
-    results, settles = await _run(svc, who, items, one)
+    async def many(conn: Conn, batch: list[tuple[Item, Row]], notes: Notes) -> list[Outcome]:
+        rows = [row for _item, row in batch]
+        moved = await outcomes.acknowledge(
+            conn, who.tenant_id, who.agent_id, rows, Status.DELIVERED, [None] * len(rows), notes
+        )
+        return [
+            (result(item.text_id, "ok", Status.DELIVERED.value), "ack")
+            if row["id"] in moved
+            else (result(item.text_id, "terminal", row["status"]), "ack")
+            for item, row in batch
+        ]
+
+    results, settles = await _run(svc, who, items, one, many)
     await _settle(svc, settles)
     return results
 
@@ -181,7 +214,7 @@ async def term(
 async def read(
     svc: DeliveryService, who: AgentPrincipal, items: list[Item]
 ) -> list[dict[str, Any]]:
-    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome:
+    async def one(conn: Conn, item: Item, row: Row, notes: Notes) -> Outcome | None:
         status = Status(row["status"])
         wanted = Status.EXPIRED if item.outcome == "expired" else Status.READ
         if status is wanted or (status is Status.READ and wanted is Status.EXPIRED):
@@ -191,14 +224,26 @@ async def read(
         if status is Status.ACCEPTED:  # never handed out: nothing the agent could have read
             return result(item.text_id, "invalid"), None
         if wanted is Status.READ:
-            moved = await outcomes.read(conn, who.tenant_id, who.agent_id, row, item.read_at, notes)
-        else:
-            moved = await outcomes.expire(conn, who.tenant_id, row, notes)
-        outcome = "ok" if moved else "terminal"
-        # fetched -> read fills the transport ack: settle the JetStream copy too (after the
-        # commit), when this process handed it out, instead of leaving it to AckWait.
-        verb = "ack" if moved and wanted is Status.READ and status is Status.FETCHED else None
-        return result(item.text_id, outcome, wanted.value if moved else status.value), verb
+            return None  # read with the rest of the batch
+        if await outcomes.expire(conn, who.tenant_id, row, notes):
+            return result(item.text_id, "ok", wanted.value), None
+        return result(item.text_id, "terminal", status.value), None
+
+    async def many(conn: Conn, batch: list[tuple[Item, Row]], notes: Notes) -> list[Outcome]:
+        rows, read_ats = [row for _item, row in batch], [item.read_at for item, _row in batch]
+        moved = await outcomes.acknowledge(
+            conn, who.tenant_id, who.agent_id, rows, Status.READ, read_ats, notes
+        )
+        answers: list[Outcome] = []
+        for item, row in batch:
+            if row["id"] not in moved:
+                answers.append((result(item.text_id, "terminal", row["status"]), None))
+                continue
+            # fetched -> read fills the transport ack: settle the JetStream copy too (after the
+            # commit), when this process handed it out, instead of leaving it to AckWait.
+            verb = "ack" if row["status"] == Status.FETCHED else None
+            answers.append((result(item.text_id, "ok", Status.READ.value), verb))
+        return answers
 
     for item in items:
         if item.msg_id is not None and item.subject is None:
@@ -206,6 +251,6 @@ async def read(
             if reply is not None:
                 with contextlib.suppress(InvalidAckToken):
                     item.subject = parse_ack_subject(reply)
-    results, settles = await _run(svc, who, items, one)
+    results, settles = await _run(svc, who, items, one, many)
     await _settle(svc, settles)
     return results

@@ -93,63 +93,99 @@ async def lock_any(
 async def mark_fetched(
     conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, copies: Sequence[Row]
 ) -> set[uuid.UUID]:
-    """One statement per table for a whole pull: ``fetched``, attempts = JetStream's delivery
-    count, ``stream_seq`` if still NULL; delivery_state attempt, ``last_fetched_at``,
+    """One statement for a whole pull: ``fetched``, attempts = JetStream's delivery count,
+    ``stream_seq`` if still NULL; delivery_state attempt, ``last_fetched_at``,
     ``nak_until = NULL``. ``copies`` carry id, accepted_at, attempt and stream_seq; returns the
     ids whose status moved (the rest changed status meanwhile)."""
     if not copies:
         return set()
-    ids = [c["id"] for c in copies]
-    attempts = [c["attempt"] for c in copies]
     cur = await conn.execute(
-        """UPDATE messages m
+        """WITH u AS (
+                SELECT * FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(attempts)s::int[],
+                                     %(seqs)s::bigint[]) AS u(id, at, attempt, seq)),
+            state AS (
+                INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, attempt,
+                                                 last_fetched_at)
+                SELECT %(t)s, u.id, %(agent)s, u.attempt, now() FROM u
+                ON CONFLICT (msg_id, agent_id) DO UPDATE
+                   SET attempt = GREATEST(d.attempt, excluded.attempt),
+                       last_fetched_at = now(), nak_until = NULL)
+           UPDATE messages m
               SET status = 'fetched', attempts = GREATEST(m.attempts, u.attempt),
                   stream_seq = COALESCE(m.stream_seq, u.seq)
-             FROM unnest(%s::uuid[], %s::timestamptz[], %s::int[], %s::bigint[])
-                  AS u(id, at, attempt, seq)
-            WHERE m.tenant_id = %s AND m.id = u.id AND m.accepted_at = u.at
-              AND m.status = ANY(%s::message_status_t[])
+             FROM u
+            WHERE m.tenant_id = %(t)s AND m.id = u.id AND m.accepted_at = u.at
+              AND m.status = ANY(%(from)s::message_status_t[])
         RETURNING m.id""",
-        (ids, [c["accepted_at"] for c in copies], attempts, [c["stream_seq"] for c in copies],
-         tenant_id, sources(Status.FETCHED)),
+        {"ids": [c["id"] for c in copies], "ats": [c["accepted_at"] for c in copies],
+         "attempts": [c["attempt"] for c in copies], "seqs": [c["stream_seq"] for c in copies],
+         "t": tenant_id, "agent": agent_id, "from": sources(Status.FETCHED)},
     )  # fmt: skip
-    moved = {row["id"] for row in await cur.fetchall()}
-    await conn.execute(
-        """INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, attempt, last_fetched_at)
-           SELECT %s, u.id, %s, u.attempt, now()
-             FROM unnest(%s::uuid[], %s::int[]) AS u(id, attempt)
-           ON CONFLICT (msg_id, agent_id) DO UPDATE
-              SET attempt = GREATEST(d.attempt, excluded.attempt),
-                  last_fetched_at = now(), nak_until = NULL""",
-        (tenant_id, agent_id, ids, attempts),
-    )
-    return moved
+    return {row["id"] for row in await cur.fetchall()}
 
 
-async def move(
-    conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status, *, read_at: datetime | None = None
-) -> bool:
-    """``row``'s message to ``to`` if its status still allows it; ``delivered`` and ``read`` fill
-    ``delivered_at`` (a read proves delivery, 05 §2.1), ``read`` also ``read_at``."""
-    extra = ""
-    if to in (Status.DELIVERED, Status.READ):
-        extra = ", delivered_at = COALESCE(delivered_at, now())"
-    if to is Status.READ:
-        extra += ", read_at = COALESCE(%(read_at)s, now())"
+async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
+    """``row``'s message to ``to`` (expired, dead-lettered, discarded) if its status still
+    allows it. Acks, which also fill ``delivered_at`` and ``read_at``, use ``ack_many``."""
     cur = await conn.execute(
-        f"""UPDATE messages SET status = %(to)s{extra}
+        """UPDATE messages SET status = %(to)s
              WHERE tenant_id = %(t)s AND id = %(id)s AND accepted_at = %(at)s
-               AND status = ANY(%(from)s::message_status_t[])""",
+               AND status = ANY(%(from)s::message_status_t[])
+         RETURNING id""",
         {"to": to.value, "t": tenant_id, "id": row["id"], "at": row["accepted_at"],
-         "from": sources(to), "read_at": read_at},
+         "from": sources(to)},
     )  # fmt: skip
-    return cur.rowcount == 1
+    return await cur.fetchone() is not None  # fetched, not rowcount: pipeline-safe
+
+
+_ACKED = {
+    Status.DELIVERED: ("", "", ""),
+    Status.READ: (
+        ", read_at = COALESCE(u.read_at, now())",
+        ", application_acked_at",
+        ", application_acked_at = COALESCE(d.application_acked_at, excluded.application_acked_at)",
+    ),
+}
+
+
+async def ack_many(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    rows: Sequence[Row],
+    to: Status,
+    read_ats: Sequence[datetime | None],
+) -> set[uuid.UUID]:
+    """A whole batch to ``delivered`` (transport ack) or ``read`` (application ack,
+    ``read_ats`` per row), filling ``delivered_at`` (a read proves delivery, 05 §2.1) and
+    ``read_at``, and each moved message's ``delivery_state`` (transport ack; for ``read`` also
+    the application ack), in one statement. Returns the ids that moved; the others changed
+    status meanwhile."""
+    read_set, app_column, app_set = _ACKED[to]
+    app_value = ", COALESCE(moved.read_at, now())" if app_column else ""
+    cur = await conn.execute(
+        f"""WITH moved AS (
+                UPDATE messages m SET status = %(to)s,
+                       delivered_at = COALESCE(m.delivered_at, now()){read_set}
+                  FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(reads)s::timestamptz[])
+                       AS u(id, at, read_at)
+                 WHERE m.tenant_id = %(t)s AND m.id = u.id AND m.accepted_at = u.at
+                   AND m.status = ANY(%(from)s::message_status_t[])
+             RETURNING m.id, u.read_at)
+            INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, transport_acked_at
+                                             {app_column})
+            SELECT %(t)s, moved.id, %(agent)s, now(){app_value} FROM moved
+            ON CONFLICT (msg_id, agent_id) DO UPDATE
+               SET transport_acked_at = COALESCE(d.transport_acked_at, now()){app_set}
+            RETURNING d.msg_id""",
+        {"to": to.value, "t": tenant_id, "agent": agent_id, "from": sources(to),
+         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
+         "reads": list(read_ats)},
+    )  # fmt: skip
+    return {row["msg_id"] for row in await cur.fetchall()}
 
 
 _STATE_SET = {
-    "transport_ack": "transport_acked_at = COALESCE(d.transport_acked_at, now())",
-    "read": "transport_acked_at = COALESCE(d.transport_acked_at, now()),"
-    " application_acked_at = COALESCE(d.application_acked_at, %(at)s, now())",
     "nak": "nak_until = now() + %(delay_ms)s * interval '1 millisecond'",
     "dead_letter": "dlq_reason = %(reason)s",
 }
@@ -163,9 +199,9 @@ async def record(
     fact: str,
     **params: Any,
 ) -> None:
-    """Write one delivery fact (``transport_ack``, ``read`` with ``at``, ``nak`` with
-    ``delay_ms``, ``dead_letter`` with ``reason``) into the agent's delivery_state row,
-    creating the row if the message was never fetched."""
+    """Write one delivery fact (``nak`` with ``delay_ms``, ``dead_letter`` with ``reason``)
+    into the agent's delivery_state row, creating the row if the message was never fetched.
+    Acks are written by ``ack_many``."""
     keys = {"t": tenant_id, "msg": msg_id, "agent": agent_id}
     async with conn.pipeline():  # two statements, one round trip
         await conn.execute(
@@ -178,17 +214,3 @@ async def record(
                  WHERE d.tenant_id = %(t)s AND d.msg_id = %(msg)s AND d.agent_id = %(agent)s""",
             keys | params,
         )
-
-
-async def sender_keys(
-    conn: Conn, tenant_id: uuid.UUID, key_ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, Row]:
-    """The signing keys of delivered envelopes, so the sidecar can verify them (04 §5.1)."""
-    if not key_ids:
-        return {}
-    cur = await conn.execute(
-        """SELECT id, public_key, expires_at FROM agent_keys
-            WHERE tenant_id = %s AND id = ANY(%s)""",
-        (tenant_id, list(set(key_ids))),
-    )
-    return {row["id"]: row for row in await cur.fetchall()}

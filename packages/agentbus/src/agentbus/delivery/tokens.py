@@ -43,6 +43,7 @@ class AckSubject:
     consumer: str
     delivered: int
     stream_seq: int
+    pending: int  # messages left in the consumer after this one when it was delivered
 
 
 def parse_ack_subject(reply: str) -> AckSubject:
@@ -52,9 +53,10 @@ def parse_ack_subject(reply: str) -> AckSubject:
     base = 2 if len(tokens) == 9 else 4  # v2 adds <domain>.<account hash> after $JS.ACK
     try:
         delivered, seq = int(tokens[base + 2]), int(tokens[base + 3])
+        pending = int(tokens[base + 6])
     except (IndexError, ValueError):
         raise InvalidAckToken("not a JetStream ack subject") from None
-    return AckSubject(reply, tokens[base], tokens[base + 1], delivered, seq)
+    return AckSubject(reply, tokens[base], tokens[base + 1], delivered, seq, pending)
 
 
 def _b64(raw: bytes) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 from platformkit.db.scope import Conn
 
 from agentbus.gateway import errors as e
+from agentbus.gateway.directory import Directory
 from agentbus.gateway.store import agents
 
 _ADDRESS = re.compile(r"^agent://([a-z0-9-]{3,40})/([a-z0-9-]{3,40})/([a-z0-9-]{3,40})$")
@@ -61,12 +62,12 @@ def visible(recipient: dict[str, Any], sender: Sender) -> bool:
 
 
 async def resolve_recipient(
-    conn: Conn, tenant_slug: str, sender: Sender, text: Any
+    conn: Conn, directory: Directory, tenant_slug: str, sender: Sender, text: Any
 ) -> dict[str, Any]:
     address = parse_address(text)
     if address.tenant != tenant_slug:
         raise e.CrossTenantNotEnabled("the recipient is in another tenant; bridging is post-MVP")
-    agent = await agents.agent_by_address(conn, sender.tenant_id, text)
+    agent = await directory.agent_by_address(conn, sender.tenant_id, text)
     if agent is None or not visible(agent, sender):
         raise e.RecipientNotFound(f"no agent {text}")
     if agent["status"] == "disabled":

@@ -4,7 +4,7 @@
 The lifespan opens what a ``Gateway`` holds: the app-role pool (RLS applies), the deployment
 keyring, the signing keys (creating the first one through the owner path if there is none),
 the NATS connection (in the background: sends work while NATS is away), the object store, and,
-when ``background`` is on, the reconciler and partition loops.
+when ``background`` is on, the reconciler, presence and partition loops.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ from agentbus import db
 from agentbus.broker import Broker
 from agentbus.controllers.partitions import partitions_loop
 from agentbus.delivery import api as delivery_api
-from agentbus.gateway import api, api_send
+from agentbus.gateway import api, api_presence, api_send
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.objectstore import open_object_store
+from agentbus.gateway.presence import presence_loop
 from agentbus.gateway.reconciler import reconciler_loop
 from agentbus.gateway.signing import SigningKeys, ensure_signing_key
 from agentbus.keys import load_or_create_keyring
@@ -79,7 +80,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.gateway = gw
         loops: list[LeaderLoop] = []
         if settings.background:
-            loops = [reconciler_loop(gw), partitions_loop(gw.pool)]
+            loops = [reconciler_loop(gw), presence_loop(gw), partitions_loop(gw.pool)]
             for loop in loops:
                 await loop.start()
         try:
@@ -100,6 +101,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses=http_kernel.problem_responses("4XX", "5XX"),
     )
     app.router.routes.extend(api_send.routes)
+    app.router.routes.extend(api_presence.routes)
     app.include_router(api.router)
     app.include_router(delivery_api.router)
     app.include_router(tasks_api.router)

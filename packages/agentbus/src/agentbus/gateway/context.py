@@ -14,10 +14,12 @@ from starlette.requests import HTTPConnection
 
 from agentbus.broker import Broker
 from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.directory import Directory
 from agentbus.gateway.objectstore import ObjectStore
 from agentbus.gateway.policy import AllowAll, SendPolicy
 from agentbus.gateway.principals import PrincipalCache
 from agentbus.gateway.proofs import ProofReplayCache
+from agentbus.gateway.send_limits import SendLimits
 from agentbus.gateway.signing import SigningKeys
 from agentbus.keys import TenantKeyStore
 
@@ -37,6 +39,8 @@ class Gateway:
     task_rules: TaskRules | None = None
     proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
     principals: PrincipalCache = field(default_factory=PrincipalCache)
+    directory: Directory = field(default_factory=Directory)
+    limits: SendLimits = field(default_factory=SendLimits)
     crypto: Envelope = field(init=False)
     data_keys: TenantKeyStore = field(init=False)
 

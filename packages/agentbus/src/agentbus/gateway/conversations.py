@@ -31,35 +31,39 @@ from agentbus.ids import InvalidId, parse_id
 MAX_LIMIT = 200
 
 
+def admit(row: dict[str, Any], sender: Sender, recipient: dict[str, Any]) -> dict[str, Any]:
+    """An existing conversation this send may join: in the sender's or the recipient's
+    workspace (AB-2019), with the sender among its participants (AB-3005)."""
+    if row["workspace_id"] not in (sender.workspace_id, recipient["workspace_id"]):
+        raise ConversationConflict("the conversation belongs to another workspace")
+    if sender.agent_id not in row["participants"]:
+        raise NotAParticipant("the sender is not a participant of this conversation")
+    return row
+
+
 async def join_conversation(
     conn: Conn,
     conversation_id: uuid.UUID,
     sender: Sender,
     recipient: dict[str, Any],
     title: str | None,
-    *,
-    create: bool,
-) -> dict[str, Any] | None:
-    """The conversation the message joins, after the checks above. A new id is created when
-    ``create`` (the write transaction) and answered None otherwise (the read-only pass)."""
+) -> dict[str, Any]:
+    """The conversation the message joins, created if the id is new (in the write
+    transaction), after the checks of ``admit``."""
     tid = sender.tenant_id
     row = await store.get_conversation(conn, tid, conversation_id)
     if row is None:
-        if not create:
-            return None
         if await store.insert_conversation(
             conn, tid, conversation_id, workspace_id=sender.workspace_id,
             started_by=sender.agent_id, title=title,
         ):  # fmt: skip
-            return await store.get_conversation(conn, tid, conversation_id)
+            created = await store.get_conversation(conn, tid, conversation_id)
+            assert created is not None
+            return created
         row = await store.get_conversation(conn, tid, conversation_id)
         if row is None:
             raise ConversationConflict("the conversation id belongs to another tenant")
-    if row["workspace_id"] not in (sender.workspace_id, recipient["workspace_id"]):
-        raise ConversationConflict("the conversation belongs to another workspace")
-    if sender.agent_id not in row["participants"]:
-        raise NotAParticipant("the sender is not a participant of this conversation")
-    return row
+    return admit(row, sender, recipient)
 
 
 def _conversation_id(text: str) -> uuid.UUID:

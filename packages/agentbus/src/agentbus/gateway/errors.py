@@ -168,6 +168,18 @@ class RequestTooLarge(AgentBusError):
     code, status, name, title = "AB-5002", 413, "request_too_large", "Request too large"
 
 
+class RateLimited(AgentBusError):
+    code, status, name, title = "AB-5003", 429, "rate_limited", "Sending too fast"
+
+
+class RecipientBacklogFull(AgentBusError):
+    code, status, name, title = "AB-5004", 429, "recipient_backlog_full", "Recipient backlog full"
+
+
+class StreamFull(AgentBusError):
+    code, status, name, title = "AB-5005", 507, "stream_full", "Tenant stream full"
+
+
 class CrossTenantNotEnabled(AgentBusError):
     code, status, name = "AB-7001", 403, "cross_tenant_not_enabled"
     title = "Cross-tenant messaging is not enabled"

@@ -105,8 +105,8 @@ async def publish_message(
     """Publish a committed ``messages`` row (with ``from_address`` and ``to_subject``) and
     record its sequence; the sequence, or None when JetStream did not confirm (the row then
     waits for the reconciler). Never call it inside the transaction that inserts the row.
-    With ``record_seq=False`` the caller writes the sequence itself (``record_stream_seq``),
-    as the send path does in the transaction that inserts the receipt."""
+    With ``record_seq=False`` the caller writes the sequence itself, as the send path does in
+    the statement that inserts the receipt (``receipts.issue_receipt``)."""
     if not gw.broker.connected or row.get("to_subject") is None:
         return None
     tenant_id: uuid.UUID = row["tenant_id"]

@@ -67,8 +67,11 @@ async def issue_receipt(
     msg_id: uuid.UUID,
     seq: int | None,
     token_id: uuid.UUID,
+    *,
+    message_accepted_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """Sign, insert, and return the receipt as the API shows it."""
+    """Sign, insert, and return the receipt as the API shows it; with the message's
+    ``message_accepted_at``, ``seq`` is also written into its row where still NULL."""
     receipt_id, issued_at = uuid7(), truncate_ms(datetime.now(UTC))
     members = {
         "id": format_id("rcp", receipt_id),
@@ -86,6 +89,7 @@ async def issue_receipt(
         issued_to_token=token_id,
         issued_at=issued_at,
         signature=signature,
+        message_accepted_at=message_accepted_at,
     )
     return receipt_view(row, kid)
 

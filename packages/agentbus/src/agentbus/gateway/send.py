@@ -1,12 +1,16 @@
 """The send action, ``POST /v1/messages`` and the typed task routes (04-API-SPEC §4.1).
 
 Checks run in the order of §4.1 at the start of one transaction (signature and key, replay, type
-and data, expiry, recipient and ``replyto``, conversation, task rules, policy), so nothing is
-written for a refused envelope. Then, in the same transaction, the payload is sealed and stored
-and the conversation (if new), the ``messages`` row and the task rows are inserted; only after
-the commit the message is published (``Nats-Msg-Id`` = its id), and the sequence and a signed
-receipt are recorded in one more transaction.
+and data, expiry, recipient and ``replyto``, conversation, task rules, policy, send limits), so
+nothing is written for a refused envelope. Then, in the same transaction, the payload is sealed
+and stored and the conversation (if new), the ``messages`` row and the task rows are inserted;
+only after the commit the message is published (``Nats-Msg-Id`` = its id), and the sequence and
+a signed receipt are recorded in one more transaction.
 A repeat of an accepted id takes the replay path (``replay.replay_send``).
+
+Both transactions run in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
+scope and statements whose results are not needed yet share round trips; the sender's key, the
+tenant and the recipient come from ``gw.directory`` (one-second copies).
 """
 
 from __future__ import annotations
@@ -14,15 +18,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import psycopg
-from platformkit.db.scope import Conn, tenant_transaction
+from platformkit.db.scope import Conn
 
-from agentbus.db import SCOPE
+from agentbus.db import pipelined_transaction
 from agentbus.gateway import errors as e
-from agentbus.gateway.accept import finish_send, insert_send, is_id_conflict, replay_twin
+from agentbus.gateway.accept import finish_send, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.conversations import join_conversation
+from agentbus.gateway.conversations import admit
 from agentbus.gateway.envelope import Parsed, check_attributes, parse_body, verify_signature
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.payloads import load_payload
@@ -31,15 +34,16 @@ from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import publish_message
 from agentbus.gateway.replay import replay_send
 from agentbus.gateway.schemas import MESSAGE, check_type_and_data
-from agentbus.gateway.store import agents, messages
+from agentbus.gateway.store import conversations, messages
 from agentbus.ids import format_id
-from agentbus.store import tenants
 
 __all__ = ["load_payload", "publish_message", "send_envelope"]
 
 
-async def _usable_key(conn: Conn, env: Parsed, principal: AgentPrincipal, now: datetime) -> bytes:
-    key = await agents.get_key(conn, principal.tenant_id, env.key_id)
+async def _usable_key(
+    conn: Conn, gw: Gateway, env: Parsed, principal: AgentPrincipal, now: datetime
+) -> bytes:
+    key = await gw.directory.key(conn, principal.tenant_id, env.key_id)
     if (
         key is None
         or key["agent_id"] != principal.agent_id
@@ -64,30 +68,34 @@ async def _validate(
 ) -> SendResult | dict[str, Any] | None:
     """Steps 3-10; the existing row for a replay, a hook's answer, or None to go on."""
     env, principal = send.envelope, send.principal
-    verify_signature(env, await _usable_key(conn, env, principal, now))
-    existing = await messages.find_message(conn, principal.tenant_id, env.msg_id)
+    verify_signature(env, await _usable_key(conn, gw, env, principal, now))
+    # queued now, so the conversation comes back in the claim's round trip
+    conversation = await conversations.conversation_cursor(
+        conn, principal.tenant_id, env.conversation_id
+    )
+    existing = await messages.claim_id(conn, principal.tenant_id, env.msg_id)
     if existing is not None:
         return existing
     send.plaintext, send.payload_sha256 = check_type_and_data(env)
     if env.type != MESSAGE and rules is None:
         raise e.TypeUnknown(f"{env.type} is sent through the task routes")
-    tenant = await tenants.get_tenant(conn, principal.tenant_id)
+    tenant = await gw.directory.tenant(conn, principal.tenant_id)
     assert tenant is not None  # the principal was just checked against it
     send.tenant = tenant
     _check_expiry(env, tenant, now)
     send.recipient = await resolve_recipient(
-        conn, tenant["slug"], send.sender, env.get("recipient")
+        conn, gw.directory, tenant["slug"], send.sender, env.get("recipient")
     )
     if "replyto" in env.raw:
         await check_reply_to(conn, tenant["slug"], send.sender, env.get("replyto"))
-    send.conversation = await join_conversation(
-        conn, env.conversation_id, send.sender, send.recipient, None, create=False
-    )
+    found = await conversation.fetchone()  # None: new, created with the message
+    send.conversation = None if found is None else admit(found, send.sender, send.recipient)
     if rules is not None:
         answer = await rules.check(conn, send)
         if answer is not None:
             return answer
     await _decide(gw, send)
+    await gw.limits.check(conn, gw.broker, send)
     return None
 
 
@@ -141,15 +149,10 @@ async def send_envelope(
     )
     send = PendingSend(principal, env, {}, sender)
     task: dict[str, Any] | None = None
-    try:
-        async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
-            outcome = await _validate(conn, gw, send, rules, now)
-            if outcome is None:
-                task = await insert_send(conn, gw, send, rules)
-    except psycopg.errors.UniqueViolation as exc:
-        if not is_id_conflict(exc):
-            raise
-        return await replay_twin(gw, send, rules)
+    async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
+        outcome = await _validate(conn, gw, send, rules, now)
+        if outcome is None:
+            task = await insert_send(conn, gw, send, rules)
     if isinstance(outcome, SendResult):
         return outcome
     if outcome is not None:

@@ -33,6 +33,14 @@ async def insert_subscription(
     return row
 
 
+async def override_limits(conn: Conn, tenant_id: uuid.UUID, overrides: dict[str, Any]) -> None:
+    """Merge ``overrides`` into the tenant's subscription overrides, key by key."""
+    await conn.execute(
+        "UPDATE subscriptions SET overrides = overrides || %s WHERE tenant_id = %s",
+        (Jsonb(overrides), tenant_id),
+    )
+
+
 async def effective_limits(conn: Conn, tenant_id: uuid.UUID) -> dict[str, Any]:
     """Plan limits with the subscription's overrides on top; the plan's alone without one."""
     cur = await conn.execute(

@@ -140,3 +140,38 @@ async def workspace_by_id(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.U
         (tenant_id, workspace_id),
     )
     return await cur.fetchone()
+
+
+async def record_heartbeat(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    *,
+    status: str,
+    harness_version: str | None,
+    host: str | None,
+) -> bool:
+    """A live agent's presence: ``status`` (``online`` or ``idle``), ``last_seen_at``, and the
+    harness version and host its sidecar reports; False for a disabled or deleted agent."""
+    cur = await conn.execute(
+        """UPDATE agents SET status = %s::agent_status_t, last_seen_at = now(),
+                  harness_version = COALESCE(%s, harness_version),
+                  last_host = COALESCE(%s, last_host)
+            WHERE tenant_id = %s AND id = %s AND deleted_at IS NULL
+              AND status NOT IN ('disabled', 'deleted')
+        RETURNING id""",
+        (status, harness_version, host, tenant_id, agent_id),
+    )
+    return await cur.fetchone() is not None
+
+
+async def mark_offline(conn: Conn, tenant_id: uuid.UUID, seen_before: datetime) -> int:
+    """``online`` and ``idle`` agents last seen before ``seen_before`` become ``offline``."""
+    cur = await conn.execute(
+        """UPDATE agents SET status = 'offline'
+            WHERE tenant_id = %s AND status IN ('online', 'idle')
+              AND (last_seen_at IS NULL OR last_seen_at < %s)
+        RETURNING id""",
+        (tenant_id, seen_before),
+    )
+    return len(await cur.fetchall())

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg import AsyncCursor
 
 Row = dict[str, Any]
 
@@ -14,14 +15,23 @@ COLUMNS = """id, tenant_id, workspace_id, started_by, title, participants, messa
     last_message_at, created_at"""
 
 
-async def get_conversation(
+async def conversation_cursor(
     conn: Conn, tenant_id: uuid.UUID, conversation_id: uuid.UUID, *, lock: bool = False
-) -> Row | None:
-    cur = await conn.execute(
+) -> AsyncCursor[Row]:
+    """The read of ``get_conversation``, its row fetched later: in pipeline mode the read
+    travels with the statements that follow it, and ``fetchone`` costs no round trip of its
+    own once a later statement's result arrived."""
+    return await conn.execute(
         f"SELECT {COLUMNS} FROM conversations WHERE tenant_id = %s AND id = %s"
         + (" FOR UPDATE" if lock else ""),
         (tenant_id, conversation_id),
     )
+
+
+async def get_conversation(
+    conn: Conn, tenant_id: uuid.UUID, conversation_id: uuid.UUID, *, lock: bool = False
+) -> Row | None:
+    cur = await conversation_cursor(conn, tenant_id, conversation_id, lock=lock)
     return await cur.fetchone()
 
 
@@ -37,10 +47,10 @@ async def insert_conversation(
     """False when the id exists already, in this tenant or (invisibly) in another."""
     cur = await conn.execute(
         """INSERT INTO conversations (id, tenant_id, workspace_id, started_by, title)
-           VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING""",
+           VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id""",
         (conversation_id, tenant_id, workspace_id, started_by, title),
     )
-    return cur.rowcount == 1
+    return await cur.fetchone() is not None  # fetched, not rowcount: pipeline-safe
 
 
 async def list_for_participant(

@@ -8,6 +8,7 @@ time minus 5 minutes, which lets PostgreSQL prune partitions through ``messages_
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,6 +37,29 @@ async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> Row:
     row = await cur.fetchone()
     assert row is not None
     return row
+
+
+def id_lock_key(tenant_id: uuid.UUID, msg_id: uuid.UUID) -> int:
+    """The advisory lock key of one message id: a keyed digest, so a client choosing ids cannot
+    aim at another lock of the database (signed 64 bits, the one-bigint key space)."""
+    digest = hashlib.blake2b(msg_id.bytes, digest_size=8, key=tenant_id.bytes).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+async def claim_id(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
+    """``find_message`` for a send, after locking the id until the end of the transaction.
+
+    ``messages`` is partitioned by ``accepted_at``, so no unique index can hold the id alone and
+    two concurrent requests with the same envelope (a client's retry while the first is still
+    running, a CLI and its sidecar sending one outbox row) would both insert. The second now
+    waits for the first to commit or roll back, then sees its row and answers a replay."""
+    async with conn.pipeline():  # two statements, one round trip; the lookup runs after the lock
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (id_lock_key(tenant_id, msg_id),))
+        cur = await conn.execute(
+            f"{SELECT} WHERE m.tenant_id = %s AND m.id = %s AND m.accepted_at >= %s",
+            (tenant_id, msg_id, uuid7_time(msg_id) - ID_SLACK),
+        )
+    return await cur.fetchone()
 
 
 async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:

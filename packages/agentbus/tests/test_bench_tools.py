@@ -1,0 +1,81 @@
+"""The benchmark's own tools: the lean HTTP client keeps its connections alive and reads
+``Content-Length`` bodies; the CPU meter counts a process tree, including children that have
+already ended, and reports milliseconds per message."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+
+import pytest
+from agentbus import benchhttp
+from agentbus.benchcpu import CpuMeter
+
+
+async def test_client_reuses_connections_and_reads_bodies() -> None:
+    connections, seen = 0, []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                break  # the client closed the connection
+            lines = head.decode().split("\r\n")
+            size = next(
+                int(v) for k, _, v in (x.partition(": ") for x in lines) if k == "Content-Length"
+            )
+            body = await reader.readexactly(size)
+            seen.append((lines[0], "Authorization: Bearer t" in lines, body))
+            answer = b'{"n": %d}' % len(seen)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(answer), answer))
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    client = benchhttp.Client(f"http://127.0.0.1:{port}", 1, {"Authorization": "Bearer t"})
+    try:
+        assert await client.request("POST", "/v1/messages", b"{}", "application/json") == (
+            200,
+            b'{"n": 1}',
+        )
+        assert await client.json("GET", "/v1/inbox?max=1") == (200, {"n": 2})
+        assert await client.json("POST", "/v1/inbox/read", {"reads": []}) == (200, {"n": 3})
+    finally:
+        await client.aclose()
+        server.close()
+    assert connections == 1
+    assert seen == [
+        ("POST /v1/messages HTTP/1.1", True, b"{}"),
+        ("GET /v1/inbox?max=1 HTTP/1.1", True, b""),
+        ("POST /v1/inbox/read HTTP/1.1", True, b'{"reads": []}'),
+    ]
+
+
+@pytest.mark.skipif(not CpuMeter.available(), reason="needs /proc")
+def test_cpu_meter_counts_a_tree_with_ended_children() -> None:
+    spin = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    parent = subprocess.Popen(  # a parent that runs a busy child to its end, then waits
+        [sys.executable, "-c", f"import subprocess, sys, time\n"
+         f"subprocess.run([sys.executable, '-c', {spin!r}])\ntime.sleep(30)"],
+    )  # fmt: skip
+    try:
+        meter = CpuMeter({"service": parent.pid, "gone": None})
+        before = {"service": 0.0, "client": 0.0}
+        deadline = 100
+        while (after := meter.take())["service"] < 0.3 and deadline:
+            deadline -= 1
+            subprocess.run([sys.executable, "-c", "import time; time.sleep(0.1)"], check=True)
+        assert after["service"] >= 0.3  # the child ended, its time went to the parent
+        assert set(after) == {"service", "client"}
+        per = CpuMeter.per_message(before, after, 10)
+        assert per is not None
+        assert per["service"] == round(after["service"] * 100, 3)
+        assert per["total"] == round(per["service"] + per["client"], 3)
+        assert CpuMeter.per_message(before, after, 0) is None
+    finally:
+        parent.kill()
+        parent.wait()

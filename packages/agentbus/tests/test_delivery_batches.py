@@ -1,0 +1,145 @@
+"""Batched settling and the pull's own pending count, on the real app, PostgreSQL and NATS:
+acks and reads of a batch are written by one statement (``store.ack_many``) yet answer per item
+in the request's order, with the same results as one at a time; a repeated id still sees the
+change its first copy made; ``pending_estimate`` comes from the pulled copies' ack subjects."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from agentbus.db import SCOPE
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.wire import format_ts
+from agentbus.ids import format_id, parse_id
+from platformkit.db.scope import tenant_transaction
+from platformkit.ids import uuid7
+from wirekit import canonical_json
+
+Json = dict[str, Any]
+
+
+async def send(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent, n: int) -> str:
+    env = sender.sign(sender.envelope(to.address, {"text": f"batch {n}"}))
+    reply = await client.post(
+        "/v1/messages",
+        content=canonical_json(env),
+        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+    return str(env["id"])
+
+
+async def poll(client: httpx.AsyncClient, agent: SimAgent, **params: Any) -> Json:
+    reply = await client.get("/v1/inbox", params={"wait_s": 0, **params}, headers=agent.headers())
+    assert reply.status_code == 200, reply.text
+    return dict(reply.json())
+
+
+async def settle(client: httpx.AsyncClient, agent: SimAgent, verb: str, items: list[Json]) -> Any:
+    key = {"ack": "acks", "read": "reads"}[verb]
+    reply = await client.post(f"/v1/inbox/{verb}", json={key: items}, headers=agent.headers())
+    assert reply.status_code == 200, reply.text
+    return [(r["msg_id"], r["result"], r.get("status")) for r in reply.json()["results"]]
+
+
+async def states(gw: Gateway, world: World, ids: list[str]) -> dict[str, Json]:
+    async with tenant_transaction(gw.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            """SELECT m.id, m.status::text AS status, m.delivered_at, m.read_at,
+                      d.transport_acked_at, d.application_acked_at
+                 FROM messages m LEFT JOIN delivery_state d ON d.msg_id = m.id
+                WHERE m.id = ANY(%s)""",
+            ([parse_id("msg", i) for i in ids],),
+        )
+        return {format_id("msg", r["id"]): r for r in await cur.fetchall()}
+
+
+@pytest.fixture
+async def world(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent]:
+    acme = await make_world(gateway, "acme")
+    return (
+        acme,
+        await enroll(gateway_client, acme, "alice"),
+        await enroll(gateway_client, acme, "bob"),
+    )
+
+
+async def test_a_read_batch_answers_each_item_in_order(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, world: tuple[World, SimAgent, SimAgent]
+) -> None:
+    acme, alice, bob = world
+    client = gateway_client
+    ids = [await send(client, alice, bob, n) for n in range(4)]
+    handed = {d["msg_id"]: d for d in (await poll(client, bob, max=10))["deliveries"]}
+    assert set(handed) == set(ids)
+    first_read = [{"msg_id": ids[0]}]
+    assert await settle(client, bob, "read", first_read) == [(ids[0], "ok", "read")]
+    token = handed[ids[1]]["ack_token"]
+    assert await settle(client, bob, "ack", [{"msg_id": ids[1], "ack_token": token}]) == [
+        (ids[1], "ok", "delivered")
+    ]
+    read_at = datetime.now(UTC) - timedelta(seconds=5)
+    stranger = format_id("msg", uuid7())
+    reads = [{"msg_id": i, "read_at": format_ts(read_at)} for i in (ids[3], ids[0], stranger)]
+    reads.insert(1, {"msg_id": ids[1]})
+    reads.append({"msg_id": ids[2], "read_at": format_ts(read_at)})
+    assert await settle(client, bob, "read", reads) == [
+        (ids[3], "ok", "read"),
+        (ids[1], "ok", "read"),
+        (ids[0], "already_acked", "read"),
+        (stranger, "invalid", None),
+        (ids[2], "ok", "read"),
+    ]
+    rows = await states(gateway, acme, ids)
+    assert {r["status"] for r in rows.values()} == {"read"}
+    for msg_id in (ids[2], ids[3]):  # straight from fetched: the read fills the transport ack
+        row = rows[msg_id]
+        assert row["transport_acked_at"] is not None
+        assert row["delivered_at"] is not None
+        assert abs((row["application_acked_at"] - read_at).total_seconds()) < 0.01
+        assert abs((row["read_at"] - read_at).total_seconds()) < 0.01
+    assert rows[ids[1]]["transport_acked_at"] < rows[ids[1]]["application_acked_at"]
+    assert (await poll(client, bob))["deliveries"] == []
+
+
+async def test_an_ack_batch_with_a_repeated_id_sees_its_own_change(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, world: tuple[World, SimAgent, SimAgent]
+) -> None:
+    acme, alice, bob = world
+    client = gateway_client
+    ids = [await send(client, alice, bob, n) for n in range(2)]
+    tokens = {d["msg_id"]: d["ack_token"] for d in (await poll(client, bob, max=10))["deliveries"]}
+    acks = [{"msg_id": i, "ack_token": tokens[i]} for i in (ids[0], ids[1], ids[0])]
+    assert await settle(client, bob, "ack", acks) == [
+        (ids[0], "ok", "delivered"),
+        (ids[1], "ok", "delivered"),
+        (ids[0], "already_acked", "delivered"),
+    ]
+    rows = await states(gateway, acme, ids)
+    assert all(r["transport_acked_at"] is not None for r in rows.values())
+    assert all(r["application_acked_at"] is None for r in rows.values())
+
+
+async def test_pending_estimate_comes_from_the_pulled_copies(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    world: tuple[World, SimAgent, SimAgent],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _acme, alice, bob = world
+    for n in range(3):
+        await send(gateway_client, alice, bob, n)
+    await poll(gateway_client, bob, max=1)  # creates the consumer; two are left
+
+    async def no_info(*_args: Any, **_kw: Any) -> Any:
+        raise AssertionError("the pull already knows what is pending")
+
+    monkeypatch.setattr(gateway.broker.js, "consumer_info", no_info)
+    assert (await poll(gateway_client, bob, max=1))["pending_estimate"] == 1
+    assert (await poll(gateway_client, bob, max=5))["pending_estimate"] == 0
