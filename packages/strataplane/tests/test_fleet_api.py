@@ -6,12 +6,15 @@ hooks (impact rows, release pointer)."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 import httpx
+import psycopg
 import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
@@ -20,11 +23,14 @@ from platformkit.passwords import FAST_TEST_POLICY
 from pydantic import SecretStr
 from strataplane.actions import fleet_hooks, tokens
 from strataplane.actions.context import Services
+from strataplane.agents.telegraf import MAX_HEARTBEAT
 from strataplane.app import create_app
 from strataplane.db import SCOPE
+from strataplane.domain.fleet_status import http_date
 from strataplane.domain.spec.canonical import canonicalize
 from strataplane.settings import Settings
 from strataplane.simulate.seed import publish
+from strataplane.store import fleet_agents, fleet_serving
 from strataplane.testing import Seed, client_for
 
 UA = {"User-Agent": "Telegraf/1.39.1 Go/1.24.4"}
@@ -120,7 +126,9 @@ async def test_approval_labels_zones_and_render(tenants: tuple[Tenant, Tenant]) 
         labels={"env": "prod", "zone": "office"}, requires_approval=True
     )
     enrolled = (await a.enroll(token, "db-1", ip="10.1.2.3")).json()
-    cred = {"Authorization": f"Bearer {enrolled['credential']}", **UA}
+    # the agent's requests come through the same proxy
+    cred = {"Authorization": f"Bearer {enrolled['credential']}", "X-Forwarded-For": "10.1.2.3"}
+    cred |= UA
     async with client_for(a.app) as agent:
         refused = await agent.get("/agents/telegraf/config", headers=cred)
         assert refused.status_code == 403
@@ -290,3 +298,142 @@ async def test_explain_command(strataplane_database: str, sp_seed: Seed) -> None
     out = json.loads(result.stdout)
     assert out["render"]["layers"] == ["layers/base.toml"]
     assert out["render"]["values"]["inputs.cpu.default.percpu"]["layer"] == "layers/base.toml"
+
+
+CONFIG = "/agents/telegraf/config"
+HEARTBEAT = "/agents/telegraf/heartbeat"
+
+
+async def test_agent_endpoints_are_served_ahead_of_the_api(tenants: tuple[Tenant, Tenant]) -> None:
+    """The agents' paths skip the API's middleware but keep its problem+json errors."""
+    a, _b = tenants
+    await publish(a.app.state.services.pool, a.id, FILES)
+    enrolled = (await a.enroll(await a.enrollment_token(), "front-1")).json()
+    cred = {"Authorization": f"Bearer {enrolled['credential']}", **UA}
+    async with client_for(a.app) as agent:
+        wrong = await agent.put(CONFIG, headers=cred)
+        assert wrong.status_code == 405
+        assert wrong.headers["allow"] == "GET, HEAD"
+        assert wrong.headers["content-type"] == "application/problem+json"
+        assert wrong.json()["code"] == "method_not_allowed"
+        anonymous = await agent.get(CONFIG, headers=UA)
+        assert anonymous.status_code == 401
+        assert anonymous.headers["www-authenticate"].startswith("Bearer")
+        assert anonymous.json()["code"] == "auth.required"
+        large = await agent.post(HEARTBEAT, content=b" " * (MAX_HEARTBEAT + 1), headers=cred)
+        assert large.status_code == 413
+        assert large.json()["code"] == "content_too_large"
+        got = await agent.get(CONFIG, headers=cred)
+        assert got.status_code == 200
+        assert got.headers["content-type"] == "application/toml"
+        assert got.headers["cache-control"] == "no-store"
+        assert int(got.headers["content-length"]) == len(got.content)
+        assert "x-request-id" not in got.headers  # the kernel middleware was not involved
+        head = await agent.head(CONFIG, headers=cred)
+        assert head.status_code == 200
+        assert head.content == b""
+    async with a.http() as http:  # the API itself still goes through it
+        assert "x-request-id" in (await http.get("/api/v1/hosts")).headers
+
+
+async def test_merge_changes_last_modified_on_the_next_head(tenants: tuple[Tenant, Tenant]) -> None:
+    a, _b = tenants
+    services: Services = a.app.state.services
+    await publish(services.pool, a.id, FILES)
+    enrolled = (await a.enroll(await a.enrollment_token(), "merge-1")).json()
+    cred = {"Authorization": f"Bearer {enrolled['credential']}", **UA}
+    async with client_for(a.app) as agent:
+        before = (await agent.get(CONFIG, headers=cred)).headers["last-modified"]
+        assert (await agent.head(CONFIG, headers=cred)).headers["last-modified"] == before
+        await asyncio.sleep(1.1)  # Last-Modified has whole seconds
+        changed = {**FILES, "layers/base.toml": FILES["layers/base.toml"].replace("false", "true")}
+        second = await publish(services.pool, a.id, changed)
+        for _ in range(300):  # the reconciler renders the agent and commits
+            if (await desired(services, a.id, enrolled["agent_id"]))[0] == second:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the merge was not rendered")
+        # the agent still runs the old artifact: the next HEAD shows another date
+        assert (await agent.head(CONFIG, headers=cred)).headers["last-modified"] != before
+        got = await agent.get(CONFIG, headers=cred)
+        assert "percpu = true" in got.text
+        since = (await desired(services, a.id, enrolled["agent_id"]))[1]
+        assert got.headers["last-modified"] == http_date(since)
+        assert (await agent.head(CONFIG, headers=cred)).headers["last-modified"] == http_date(since)
+
+
+async def desired(services: Services, tenant_id: UUID, agent_id: str) -> tuple[int, datetime]:
+    async with tenant_transaction(services.pool, SCOPE, tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT desired_revision_id, desired_since FROM agent_instance WHERE id = %s",
+            (agent_id,),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    return row["desired_revision_id"], row["desired_since"]
+
+
+async def test_a_credential_revoked_during_its_lookup_is_not_cached(
+    tenants: tuple[Tenant, Tenant], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _b = tenants
+    await publish(a.app.state.services.pool, a.id, FILES)
+    enrolled = (await a.enroll(await a.enrollment_token(), "race-1")).json()
+    header = f"Bearer {enrolled['credential']}"
+    cache = a.app.state.fleet.credentials
+    real = fleet_agents.lookup_credentials
+    read, resume = asyncio.Event(), asyncio.Event()
+
+    async def paused(conn: Any, hashes: Any) -> Any:
+        found = await real(conn, hashes)
+        if not read.is_set():
+            read.set()
+            await resume.wait()
+        return found
+
+    monkeypatch.setattr(fleet_agents, "lookup_credentials", paused)
+    lookup = asyncio.create_task(cache.identify(header))
+    await read.wait()  # the lookup has read the credential, still valid
+    async with a.http() as http:  # forgetting the agent revokes it (and notifies)
+        assert (await http.delete(f"/api/v1/agents/{enrolled['agent_id']}")).status_code == 204
+    cache.revoke(hashlib.sha256(enrolled["credential"].encode()).hexdigest())  # its notice
+    resume.set()
+    assert await lookup is not None  # answered from what it read
+    assert await cache.identify(header) is None  # but not kept: the next lookup reads again
+    async with client_for(a.app) as agent:
+        refused = await agent.head(CONFIG, headers={"Authorization": header, **UA})
+        assert refused.status_code == 401
+
+
+async def test_a_failed_batch_is_written_with_the_next(
+    tenants: tuple[Tenant, Tenant], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, _b = tenants
+    services: Services = a.app.state.services
+    await publish(services.pool, a.id, FILES)
+    enrolled = (await a.enroll(await a.enrollment_token(), "batch-1")).json()
+    cred = {"Authorization": f"Bearer {enrolled['credential']}", **UA}
+    real = fleet_serving.lock_agents
+    calls = 0
+
+    async def failing_once(conn: Any, tenant_id: UUID, ids: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise psycopg.OperationalError("the connection was lost")
+        await real(conn, tenant_id, ids)
+
+    monkeypatch.setattr(fleet_serving, "lock_agents", failing_once)
+    body = {"id": "batch-1", "version": "Telegraf 1.39.1", "schema": 1, "status": "OK"}
+    async with client_for(a.app) as agent:
+        r = await agent.post(HEARTBEAT, content=json.dumps(body), headers=cred)
+        assert r.status_code == 200
+    batcher = a.app.state.fleet.batcher
+    await batcher.flush()
+    await batcher.flush()
+    assert calls >= 2
+    async with a.http() as http:
+        found = (await http.get(f"/api/v1/agents/{enrolled['agent_id']}")).json()
+    assert found["health"] == "healthy"
+    assert found["last_seen_at"] is not None

@@ -17,7 +17,7 @@ ALLOWED = {
     "actions.sessions:_bind": "sessions bound to the platform, or to no tenant yet",
     "actions.jobs:run_tenant_deletion": "tenant deletion",
     "actions.admin:verify_chains": "administration from the command line (audit verify)",
-    "agents.auth:_lookup": "agent credential lookup by hash, before the tenant is known",
+    "agents.auth:_fetch": "agent credential lookups by hash, before the tenant is known",
     "actions.fleet_enrollment:enroll_agent": "enrollment token lookup by hash: it names the tenant",
     "controllers.fleet_loop:_gain": "controller shard scheduling (controller_shard row)",
     "controllers.fleet_loop:_body": "controller shard scheduling (the tenants of a shard)",

@@ -13,15 +13,23 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from platformkit.db.pool import open_pool
 from platformkit.db.scope import transaction
-from platformkit.http import Idempotency, add_readiness_check, pool_check, rls_scope
-from platformkit.http import create_app as kernel_app
+from platformkit.http import (
+    Idempotency,
+    add_readiness_check,
+    install,
+    pool_check,
+    problem_responses,
+    rls_scope,
+)
 from platformkit.jobs import JobRunner
 from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
+from starlette.types import Receive, Scope, Send
 
 from strataplane import __version__, db
 from strataplane.actions import jobs
 from strataplane.actions.context import Services
 from strataplane.agents import telegraf
+from strataplane.agents.front import AgentFront
 from strataplane.agents.runtime import start_fleet
 from strataplane.api import v1
 from strataplane.api.v1 import fleet as fleet_api
@@ -34,9 +42,23 @@ def _secret(value: object) -> str | None:
     return getter() if getter is not None else None
 
 
+class StrataplaneApp(FastAPI):
+    """The management API (platformkit's kernel installed), with the agents' endpoints
+    answered ahead of FastAPI's per-request work and every middleware (agents/front.py)."""
+
+    front: AgentFront
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.front.route(scope)
+        if endpoint is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await self.front.serve(endpoint, scope, receive, send)
+
+
 def create_app(
     settings: Settings | None = None, *, password_policy: PasswordPolicy = DEFAULT_POLICY
-) -> FastAPI:
+) -> StrataplaneApp:
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -65,14 +87,17 @@ def create_app(
         finally:
             await pool.close()
 
-    app = kernel_app(
+    app = StrataplaneApp(
         title="strataplane",
         version=__version__,
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
         docs_url="/api/v1/docs",
         redoc_url=None,
+        responses=problem_responses("4XX", "5XX"),
     )
+    install(app)
+    app.front = AgentFront(app.state, telegraf.ENDPOINTS)
     app.state.idempotency = Idempotency(
         lambda: app.state.services.pool,
         table=f"{db.SCHEMA}.idempotency_key",
@@ -80,7 +105,5 @@ def create_app(
     )
     app.include_router(v1.router)
     app.include_router(fleet_api.router)
-    # The agents' hot path: plain Starlette routes, matched before the management API's.
-    app.router.routes[0:0] = telegraf.routes()
     add_readiness_check(app, "database", pool_check(lambda: app.state.services.pool))
     return app

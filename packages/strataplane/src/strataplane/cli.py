@@ -112,6 +112,8 @@ def serve(
             settings.port,
             settings.workers,
             factory=True,
+            backlog=settings.backlog,
+            backpressure=settings.backpressure,
             proxy_listen=front[0] if front else None,
             proxy_trusted=front[1] if front else (),
         )

@@ -25,6 +25,13 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address the server listens on.")
     port: int = Field(default=7800, description="Port the server listens on.")
     workers: int = Field(default=1, description="Server worker processes.")
+    backlog: int = Field(default=4096, ge=128, description="Listen queue of the server socket.")
+    backpressure: int = Field(
+        default=16384,
+        ge=1,
+        description="Requests one worker serves at once; every agent keeps a connection open, "
+        "so this is sized for a fleet rather than for browsers.",
+    )
     pool_size: int = Field(default=20, description="Database connections per worker process.")
     job_concurrency: int = Field(
         default=2, description="Operations run at once per worker process."

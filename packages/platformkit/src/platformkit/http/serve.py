@@ -93,8 +93,14 @@ def start_server(
     json_logs: bool = True,
     working_dir: Path | None = None,
     log_file: Path | None = None,
+    backlog: int | None = None,
+    backpressure: int | None = None,
 ) -> Server:
-    """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting."""
+    """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting.
+
+    ``backlog`` is the listen queue, ``backpressure`` the requests one worker serves at once
+    (granian's default, backlog / workers, is small for servers whose clients each keep a
+    connection open, such as a fleet of polling agents)."""
     path, is_factory = import_path(target)
     runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
     log_config = runtime / "logging.json"
@@ -121,6 +127,10 @@ def start_server(
         str(log_config),
         "--no-access-log",
     ]
+    if backlog is not None:
+        command += ["--backlog", str(backlog)]
+    if backpressure is not None:
+        command += ["--backpressure", str(backpressure)]
     if factory or is_factory:
         command.append("--factory")
     if working_dir is not None:
@@ -175,6 +185,8 @@ def serve(
     json_logs: bool = True,
     proxy_listen: tuple[str, int] | None = None,
     proxy_trusted: Sequence[str] = (),
+    backlog: int | None = None,
+    backpressure: int | None = None,
 ) -> int:
     """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status.
 
@@ -189,6 +201,8 @@ def serve(
         factory=factory,
         log_level=log_level,
         json_logs=json_logs,
+        backlog=backlog,
+        backpressure=backpressure,
     )
     front = None
     if proxy_listen is not None:

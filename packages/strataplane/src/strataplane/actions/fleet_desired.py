@@ -13,6 +13,7 @@ from uuid import UUID
 
 from platformkit.db.scope import Conn
 
+from strataplane.render.artifacts import Artifact
 from strataplane.render.cache import supported_version
 from strataplane.render.service import RENDERER
 from strataplane.store import fleet_notify, fleet_serving, fleet_spec
@@ -34,7 +35,7 @@ async def render_and_write(
     ``notify`` False leaves telling the replicas to the caller (one notice per pass)."""
     tree = await RENDERER.tree(conn, tenant_id, revision_id)
     updates: list[DesiredUpdate] = []
-    stored: set[bytes] = set()
+    rendered: dict[bytes, tuple[str, Artifact]] = {}
     for agent in inputs:
         if not supported_version(agent.kind, agent.version):
             updates.append(DesiredUpdate(agent.id, revision_id, None, unsupported=True))
@@ -43,10 +44,10 @@ async def render_and_write(
             tenant_id, tree, agent.kind, agent.version, agent.labels, agent_url
         )
         art = result.artifact
-        if art is not None and art.hash not in stored:
-            await RENDERER.store(conn, tenant_id, agent.kind, art)
-            stored.add(art.hash)
+        if art is not None:
+            rendered.setdefault(art.hash, (agent.kind, art))
         updates.append(DesiredUpdate(agent.id, revision_id, art.hash if art else None))
+    await RENDERER.store(conn, tenant_id, rendered)
     await fleet_serving.lock_agents(conn, tenant_id, [u.id for u in updates])
     changed = await write_desired(conn, tenant_id, updates)
     if changed and notify:

@@ -58,3 +58,11 @@ class NoConfigYet(StrataplaneError):
 
 class BadReport(InvalidInput):
     code, title = "agent.bad_report", "Not a schema v1 heartbeat"
+
+
+class MethodNotAllowed(StrataplaneError):
+    code, status, title = "method_not_allowed", 405, "Method Not Allowed"
+
+
+class ContentTooLarge(StrataplaneError):
+    code, status, title = "content_too_large", 413, "Content Too Large"

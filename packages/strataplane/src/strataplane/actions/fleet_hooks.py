@@ -23,6 +23,7 @@ from uuid import UUID
 from platformkit.db.scope import Conn
 
 from strataplane.domain.spec.diagnostics import Diagnostic
+from strataplane.render.artifacts import Artifact
 from strataplane.render.cache import supported_version
 from strataplane.render.service import RENDERER
 from strataplane.render.trees import parse_tree
@@ -85,6 +86,7 @@ async def change_set_impact(
     base = await RENDERER.tree(conn, tenant_id, base_revision)
     after_tree = parse_tree(result_tree)
     rows: list[tuple[UUID, bytes | None, bytes | None]] = []
+    rendered: dict[bytes, tuple[str, Artifact]] = {}
     impact = Impact(
         {
             "agents": 0,
@@ -113,7 +115,7 @@ async def change_set_impact(
                 continue
             for result in (before, after):
                 if result.artifact is not None:
-                    await RENDERER.store(conn, tenant_id, agent.kind, result.artifact)
+                    rendered.setdefault(result.artifact.hash, (agent.kind, result.artifact))
             rows.append((agent.id, old, new))
             _count(impact, agent.kind, agent.version, agent.labels)
             if not supported_version(agent.kind, agent.version):
@@ -125,6 +127,7 @@ async def change_set_impact(
                 impact.diagnostics.append(
                     Diagnostic("SP-5001", None, None, f"render failed: {detail}", str(agent.id))
                 )
+    await RENDERER.store(conn, tenant_id, rendered)
     await fleet_artifacts.replace_impact(conn, tenant_id, change_set_id, rows)
     if not rows:
         msg = "the change set changes no agent's configuration"

@@ -2,8 +2,9 @@
 TELEGRAF_CONTROLLER_TOKEN, and outputs.heartbeat) or ``Token spt_...`` (INFLUX_TOKEN).
 
 Lookups by sha256 are cached for ``ttl`` seconds, unknown hashes too (briefly), so a poll costs
-no database round trip; a revocation reaches every replica at once by NOTIFY, and the TTL
-bounds the damage of a lost notice.
+no database round trip; concurrent misses share one query (agents/coalesce.py). A revocation
+reaches every replica at once by NOTIFY; a lookup that was reading while a revocation arrived
+answers its requests but caches nothing, and the TTL bounds the damage of a lost notice.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
 from platformkit.db.scope import Pool, platform_transaction
 
+from strataplane.agents.coalesce import Coalescer
 from strataplane.db import SCOPE
 from strataplane.store import fleet_agents
 
@@ -72,34 +75,42 @@ class CredentialCache:
         self._pool = pool
         self._ttl = ttl
         self._entries: dict[bytes, tuple[float, AgentIdentity | None]] = {}
-        self.lookups = 0
+        self._epoch = 0  # bumped by every revocation
+        self._loader = Coalescer[bytes, AgentIdentity](self._fetch)
 
     async def identify(self, header: str | None) -> AgentIdentity | None:
         token = credential_of(header)
         if token is None:
             return None
         digest = hashlib.sha256(token.encode()).digest()
-        now = time.monotonic()
         entry = self._entries.get(digest)
-        if entry is not None and entry[0] > now:
+        if entry is not None and entry[0] > time.monotonic():
             return entry[1]
-        identity = await self._lookup(digest)
-        ttl = self._ttl if identity is not None else _NEGATIVE_TTL
-        if len(self._entries) > 200_000:
-            self._entries.clear()
-        self._entries[digest] = (now + ttl, identity)
-        return identity
+        return await self._loader.load(digest)
 
-    async def _lookup(self, digest: bytes) -> AgentIdentity | None:
-        self.lookups += 1
+    async def _fetch(self, digests: Sequence[bytes]) -> dict[bytes, AgentIdentity]:
+        epoch = self._epoch
         async with platform_transaction(self._pool, SCOPE) as conn:
-            cred = await fleet_agents.lookup_credential(conn, digest)
-        if cred is None or cred.revoked_at is not None:
-            return None
-        return AgentIdentity(cred.tenant_id, cred.agent_instance_id)
+            creds = await fleet_agents.lookup_credentials(conn, digests)
+        found = {
+            digest: AgentIdentity(cred.tenant_id, cred.agent_instance_id)
+            for digest, cred in creds.items()
+            if cred.revoked_at is None
+        }
+        if epoch == self._epoch:  # else a revocation came during the read: keep nothing
+            if len(self._entries) > 200_000:
+                self._entries.clear()
+            now = time.monotonic()
+            for digest in digests:
+                identity = found.get(digest)
+                ttl = self._ttl if identity is not None else _NEGATIVE_TTL
+                self._entries[digest] = (now + ttl, identity)
+        return found
 
     def revoke(self, digest_hex: str) -> None:
+        self._epoch += 1
         self._entries.pop(bytes.fromhex(digest_hex), None)
 
     def clear(self) -> None:
+        self._epoch += 1
         self._entries.clear()

@@ -1,7 +1,9 @@
 """Batched writes of the agent endpoints: polls mark agents seen, GETs record what was
 served, heartbeats carry reports. All are queued in memory and written every ``interval``
 seconds, one transaction per tenant, a few statements per batch however many agents
-reported. A crash loses at most one interval of reports, which the next heartbeat repeats."""
+reported. A batch that meets a deadlock twice, a lost connection or a busy pool goes back to
+the queues and is written with the next one; a crash
+loses at most one interval of reports, which the next heartbeat repeats."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from uuid import UUID
 
@@ -24,6 +27,15 @@ log = logging.getLogger(__name__)
 type Hook = Callable[[Conn, UUID, list[UUID]], Awaitable[None]]
 
 
+@dataclass
+class _Batch:
+    """One tenant's share of a flush."""
+
+    seen: list[tuple[UUID, datetime, str | None]] = field(default_factory=list)
+    beats: list[Heartbeat] = field(default_factory=list)
+    served: list[tuple[UUID, bytes, datetime]] = field(default_factory=list)
+
+
 class Batcher:
     def __init__(self, pool: Pool, interval: float, *, relabel: Hook, rerender: Hook) -> None:
         self._pool = pool
@@ -33,7 +45,6 @@ class Batcher:
         self._beats: dict[UUID, tuple[UUID, Heartbeat]] = {}
         self._served: dict[UUID, tuple[UUID, bytes, datetime]] = {}
         self._task: asyncio.Task[None] | None = None
-        self.flushed = 0
 
     def seen(self, tenant_id: UUID, agent_id: UUID, ip: str | None) -> None:
         self._seen[agent_id] = (tenant_id, datetime.now(UTC), ip)
@@ -70,26 +81,50 @@ class Batcher:
         seen, self._seen = self._seen, {}
         beats, self._beats = self._beats, {}
         served, self._served = self._served, {}
-        tenants = {t for t, _ts, _ip in seen.values()} | {t for t, _hb in beats.values()}
-        for tenant_id in tenants | {t for t, _a, _ts in served.values()}:
-            mine_seen = [(a, ts, ip) for a, (t, ts, ip) in seen.items() if t == tenant_id]
-            mine_beats = [hb for t, hb in beats.values() if t == tenant_id]
-            mine_served = [(a, art, ts) for a, (t, art, ts) in served.items() if t == tenant_id]
-            for attempt in range(2):  # a deadlock victim is retried once
+        batches: dict[UUID, _Batch] = {}
+        for agent_id, (tenant_id, ts, ip) in seen.items():
+            batches.setdefault(tenant_id, _Batch()).seen.append((agent_id, ts, ip))
+        for tenant_id, hb in beats.values():
+            batches.setdefault(tenant_id, _Batch()).beats.append(hb)
+        for agent_id, (tenant_id, artifact, ts) in served.items():
+            batches.setdefault(tenant_id, _Batch()).served.append((agent_id, artifact, ts))
+        for tenant_id, batch in batches.items():
+            for attempt in range(2):  # a deadlock victim is retried at once
                 try:
-                    async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
-                        ids = {a for a, _ts, _ip in mine_seen} | {a for a, _r, _t in mine_served}
-                        await fleet_serving.lock_agents(conn, tenant_id, list(ids))
-                        await self._write_served(conn, tenant_id, mine_served)
-                        await self._write(conn, tenant_id, mine_seen, mine_beats)
+                    await self._commit(tenant_id, batch)
                     break
                 except psycopg.errors.DeadlockDetected:
                     if attempt:
                         log.exception("fleet batch write for tenant %s failed", tenant_id)
-                except Exception:
+                        self._requeue(tenant_id, batch)
+                except psycopg.OperationalError:  # the database is away or busy: next flush
                     log.exception("fleet batch write for tenant %s failed", tenant_id)
+                    self._requeue(tenant_id, batch)
                     break
-            self.flushed += len(mine_seen)
+                except Exception:  # a bug: retrying would fail the same way
+                    log.exception("fleet batch write for tenant %s dropped", tenant_id)
+                    break
+
+    async def _commit(self, tenant_id: UUID, batch: _Batch) -> None:
+        async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
+            ids = {a for a, _ts, _ip in batch.seen} | {a for a, _r, _t in batch.served}
+            await fleet_serving.lock_agents(conn, tenant_id, list(ids))
+            await self._write_served(conn, tenant_id, batch.served)
+            await self._write(conn, tenant_id, batch.seen, batch.beats)
+
+    def _requeue(self, tenant_id: UUID, batch: _Batch) -> None:
+        """A failed batch goes back to the queues for the next flush; what arrived meanwhile
+        is newer and wins, except that no log line is lost."""
+        for agent_id, ts, ip in batch.seen:
+            self._seen.setdefault(agent_id, (tenant_id, ts, ip))
+        for agent_id, artifact, ts in batch.served:
+            self._served.setdefault(agent_id, (tenant_id, artifact, ts))
+        for hb in batch.beats:
+            newer = self._beats.get(hb.agent_id)
+            if newer is None:
+                self._beats[hb.agent_id] = (tenant_id, hb)
+            else:
+                newer[1].logs = [*hb.logs, *newer[1].logs][-fleet_reports.LOGS_KEPT :]
 
     async def _write_served(
         self, conn: Conn, tenant_id: UUID, served: list[tuple[UUID, bytes, datetime]]

@@ -12,7 +12,6 @@ from uuid import UUID
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 from psycopg import AsyncConnection
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from strataplane.actions.fleet_desired import refresh_agents
 from strataplane.actions.fleet_inventory import relabel_host
@@ -91,9 +90,11 @@ class FleetRuntime:
         self.states.served_here(state.agent_id, state.desired_artifact)
         self.batcher.served(state.tenant_id, state.agent_id, state.desired_artifact)
 
-    def source_ip(self, request: Request) -> str | None:
-        peer = request.client.host if request.client is not None else None
-        return client_address(peer, request.headers.get("x-forwarded-for", ""), self._proxies)
+    def source_ip(self, peer: str | None, forwarded_for: str | None) -> str | None:
+        """The agent's address: the peer, or the client a trusted proxy forwarded."""
+        if not self._proxies:
+            return peer
+        return client_address(peer, forwarded_for or "", self._proxies)
 
     # -- cache invalidation ---------------------------------------------------------------------
 
@@ -119,7 +120,11 @@ class FleetRuntime:
         kind, _, rest = payload.partition(":")
         try:
             if kind == "agent":
-                self.states.invalidate_agent(UUID(rest.split(":", 1)[1]))
+                tenant, agent = rest.split(":", 1)
+                self.states.invalidate_agent(UUID(tenant), UUID(agent))
+            elif kind == "agents":
+                tenant, first, last = rest.split(":", 2)
+                self.states.invalidate_range(UUID(tenant), UUID(first), UUID(last))
             elif kind == "tenant":
                 self.states.invalidate_tenant(UUID(rest))
             elif kind == "credential":

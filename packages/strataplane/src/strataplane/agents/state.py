@@ -1,12 +1,13 @@
 """Per-process caches of the config endpoints: each agent's serving state and the bytes of
-artifacts, kept until a NOTIFY says the row changed (or ``ttl`` passes)."""
+artifacts, kept until a NOTIFY says the row changed (or ``ttl`` passes). Concurrent misses
+share one query (agents/coalesce.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 from uuid import UUID
@@ -14,6 +15,7 @@ from uuid import UUID
 from platformkit.db.scope import Pool, tenant_transaction
 
 from strataplane.agents.auth import AgentIdentity
+from strataplane.agents.coalesce import Coalescer
 from strataplane.db import SCOPE
 from strataplane.render.artifacts import deliverable
 from strataplane.store import fleet_artifacts, fleet_serving
@@ -30,7 +32,7 @@ class StateCache:
         self._warmed: set[UUID] = set()
         self._epoch = 0  # bumped by every invalidation
         self._served: dict[UUID, bytes] = {}  # deliveries noticed, until the rows show them
-        self.loads = 0
+        self._loader = Coalescer[AgentIdentity, ServingState](self._fetch)
 
     async def get(self, who: AgentIdentity) -> ServingState | None:
         entry = self._entries.get(who.agent_id)
@@ -40,18 +42,30 @@ class StateCache:
         return await self.load(who)
 
     async def load(self, who: AgentIdentity) -> ServingState | None:
-        self.loads += 1
-        epoch = self._epoch
-        async with tenant_transaction(self._pool, SCOPE, who.tenant_id) as conn:
-            state = await fleet_serving.serving_state(conn, who.tenant_id, who.agent_id)
-        if state is None:
-            self._entries.pop(who.agent_id, None)
-        elif epoch == self._epoch:  # else a notice came during the read: do not keep it
-            self.put(state)
         if who.tenant_id not in self._warmed:  # the first miss of a tenant loads all of it
             self._warmed.add(who.tenant_id)
             self._spawn(self._warm(who.tenant_id))
-        return state
+        return await self._loader.load(who)
+
+    async def _fetch(self, agents: Sequence[AgentIdentity]) -> dict[AgentIdentity, ServingState]:
+        """The states of agents that missed, one query per tenant."""
+        epoch = self._epoch
+        by_tenant: dict[UUID, list[UUID]] = {}
+        for who in agents:
+            by_tenant.setdefault(who.tenant_id, []).append(who.agent_id)
+        found: dict[AgentIdentity, ServingState] = {}
+        for tenant_id, ids in by_tenant.items():
+            async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
+                states = await fleet_serving.serving_states(conn, tenant_id, ids)
+            for state in states:
+                found[AgentIdentity(tenant_id, state.agent_id)] = state
+        for who in agents:
+            known = found.get(who)
+            if known is None:
+                self._entries.pop(who.agent_id, None)
+            elif epoch == self._epoch:  # else a notice came during the read: do not keep it
+                self.put(known)
+        return found
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(work)
@@ -99,16 +113,24 @@ class StateCache:
         if entry is not None and entry[1].desired_artifact == artifact:
             self._entries[agent_id] = (entry[0], replace(entry[1], served_artifact=artifact))
 
-    def invalidate_agent(self, agent_id: UUID) -> None:
+    def invalidate_agent(self, tenant_id: UUID, agent_id: UUID) -> None:
         self._epoch += 1
+        self._generation[tenant_id] = self._generation.get(tenant_id, 0) + 1
         self._entries.pop(agent_id, None)
 
     def invalidate_tenant(self, tenant_id: UUID) -> None:
         """Drop the tenant's entries and reload them in bulk in the background, so that a
         merge does not turn the next poll of every agent into a database round trip."""
+        self._drop(tenant_id, lambda _agent_id: True)
+
+    def invalidate_range(self, tenant_id: UUID, first: UUID, last: UUID) -> None:
+        """The same for the agents with ids from ``first`` to ``last``."""
+        self._drop(tenant_id, lambda agent_id: first <= agent_id <= last)
+
+    def _drop(self, tenant_id: UUID, chosen: Callable[[UUID], bool]) -> None:
         self._epoch += 1
         self._generation[tenant_id] = self._generation.get(tenant_id, 0) + 1
-        mine = [a for a, (_t, s) in self._entries.items() if s.tenant_id == tenant_id]
+        mine = [a for a, (_t, s) in self._entries.items() if s.tenant_id == tenant_id and chosen(a)]
         for agent_id in mine:
             del self._entries[agent_id]
         if mine:
@@ -122,7 +144,7 @@ class StateCache:
                     conn, tenant_id, agent_ids[start : start + 5000]
                 )
             if self._generation.get(tenant_id) != generation:
-                return  # invalidated again meanwhile: a newer reload is under way
+                return  # invalidated again meanwhile: what was read may be stale, misses load
             for state in found:
                 if state.agent_id not in self._entries:
                     self.put(state)
@@ -140,6 +162,7 @@ class ArtifactBytes:
         self._pool = pool
         self._entries: OrderedDict[tuple[UUID, bytes], bytes] = OrderedDict()
         self._max = max_entries
+        self._loader = Coalescer[tuple[UUID, bytes], bytes](self._fetch)
 
     async def get(self, tenant_id: UUID, digest: bytes) -> bytes | None:
         key = (tenant_id, digest)
@@ -147,12 +170,19 @@ class ArtifactBytes:
         if found is not None:
             self._entries.move_to_end(key)
             return found
-        async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
-            art = await fleet_artifacts.get_artifact(conn, tenant_id, digest)
-        if art is None:
-            return None
-        data = deliverable(art.content, art.hash)
-        self._entries[key] = data
+        return await self._loader.load(key)
+
+    async def _fetch(self, keys: Sequence[tuple[UUID, bytes]]) -> dict[tuple[UUID, bytes], bytes]:
+        by_tenant: dict[UUID, list[bytes]] = {}
+        for tenant_id, digest in keys:
+            by_tenant.setdefault(tenant_id, []).append(digest)
+        found: dict[tuple[UUID, bytes], bytes] = {}
+        for tenant_id, digests in by_tenant.items():
+            async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
+                arts = await fleet_artifacts.get_artifacts(conn, tenant_id, digests)
+            for digest, art in arts.items():
+                found[(tenant_id, digest)] = deliverable(art.content, art.hash)
+        self._entries.update(found)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
-        return data
+        return found

@@ -1,4 +1,4 @@
-"""Telegraf's endpoints (docs/strataplane/agents/telegraf.md), plain Starlette routes:
+"""Telegraf's endpoints (docs/strataplane/agents/telegraf.md), served by ``agents/front.py``:
 
 - ``GET /agents/telegraf/config``: the agent's desired artifact as TOML, ``Last-Modified`` =
   ``desired_since``; records it as served.
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
-
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from strataplane import errors
 from strataplane.actions import fleet_errors as fe
+from strataplane.agents.front import AgentRequest, Endpoint, Reply
 from strataplane.agents.heartbeat import BadHeartbeat, parse_heartbeat
 from strataplane.domain.fleet_status import http_date, telegraf_version
 from strataplane.render.artifacts import HASH_HEADER
@@ -37,69 +35,77 @@ CONFIG_PATH = "/agents/telegraf/config"
 HEARTBEAT_PATH = "/agents/telegraf/heartbeat"
 MAX_HEARTBEAT = 1 << 20
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="strataplane"'}
+_HASH_HEADER = HASH_HEADER.lower().encode()
+_TOML = (b"content-type", b"application/toml")
+_NO_STORE = (b"cache-control", b"no-store")
 
 
-def _runtime(request: Request) -> FleetRuntime:
-    runtime: FleetRuntime = request.app.state.fleet
-    return runtime
-
-
-async def _agent(request: Request) -> tuple[FleetRuntime, AgentIdentity, ServingState]:
-    rt = _runtime(request)
-    who = await rt.credentials.identify(request.headers.get("authorization"))
+async def _agent(rt: FleetRuntime, req: AgentRequest) -> tuple[AgentIdentity, ServingState]:
+    who = await rt.credentials.identify(req.header(b"authorization"))
     state = await rt.states.get(who) if who is not None else None
     if who is None or state is None or state.tenant_state == "deleting":
         raise errors.AuthRequired("unknown or revoked agent credential", headers=_CHALLENGE)
-    return rt, who, state
+    return who, state
 
 
-def last_modified(state: ServingState, *, head: bool) -> str:
+def _source(rt: FleetRuntime, req: AgentRequest) -> str | None:
+    return rt.source_ip(req.peer, req.header(b"x-forwarded-for"))
+
+
+@lru_cache(maxsize=256)
+def _user_agent_version(user_agent: str | None) -> tuple[str | None, str | None]:
+    return telegraf_version(user_agent)
+
+
+@lru_cache(maxsize=4096)
+def _date(when: datetime) -> bytes:
+    return http_date(when).encode()
+
+
+def last_modified(state: ServingState, *, head: bool) -> bytes:
     assert state.desired_since is not None
     stale = state.served_artifact is not None and state.served_artifact != state.desired_artifact
     if head and stale:
-        return http_date(datetime.now(UTC))
-    return http_date(state.desired_since)
+        return http_date(datetime.now(UTC)).encode()
+    return _date(state.desired_since)
 
 
-async def config(request: Request) -> Response:
-    rt, who, state = await _agent(request)
-    version, raw = telegraf_version(request.headers.get("user-agent"))
+async def config(rt: FleetRuntime, req: AgentRequest) -> Reply:
+    who, state = await _agent(rt, req)
+    version, raw = _user_agent_version(req.header(b"user-agent"))
     if version is not None and version != state.version:
         state = await rt.version_reported(who, version, raw)
-    rt.batcher.seen(who.tenant_id, who.agent_id, rt.source_ip(request))
+    rt.batcher.seen(who.tenant_id, who.agent_id, _source(rt, req))
     if not state.approved:
         raise fe.AgentNotApproved("an operator approves this agent first")
     if "unsupported_version" in state.flags:
         raise fe.UnsupportedVersion("Telegraf 1.37 or later is needed (outputs.heartbeat)")
     if state.desired_artifact is None or state.desired_since is None:
         raise fe.NoConfigYet(headers={"Retry-After": "10"})
-    head = request.method == "HEAD"
-    headers = {"Last-Modified": last_modified(state, head=head), "Cache-Control": "no-store"}
+    head = req.method == "HEAD"
+    headers = [(b"last-modified", last_modified(state, head=head)), _NO_STORE, _TOML]
     if head:
-        return Response(None, 200, headers, media_type="application/toml")
+        return Reply(200, headers)
     body = await rt.artifacts.get(who.tenant_id, state.desired_artifact)
     if body is None:
         raise fe.NoConfigYet(headers={"Retry-After": "10"})
     if state.served_artifact != state.desired_artifact:
         rt.served(state)
-    return Response(body, 200, headers, media_type="application/toml")
+    return Reply(200, headers, body)
 
 
-async def heartbeat(request: Request) -> Response:
-    rt, who, _state = await _agent(request)
-    raw = await request.body()
-    if len(raw) > MAX_HEARTBEAT:
-        raise fe.BadReport("heartbeat larger than 1 MiB")
+async def heartbeat(rt: FleetRuntime, req: AgentRequest) -> Reply:
+    who, _state = await _agent(rt, req)
+    raw = await req.body(MAX_HEARTBEAT)
     try:
-        hb = parse_heartbeat(who.agent_id, json.loads(raw), request.headers.get(HASH_HEADER))
+        hb = parse_heartbeat(who.agent_id, json.loads(raw), req.header(_HASH_HEADER))
     except (ValueError, BadHeartbeat) as exc:
         raise fe.BadReport(str(exc)) from None
-    rt.batcher.heartbeat(who.tenant_id, hb, rt.source_ip(request))
-    return Response(None, 200)
+    rt.batcher.heartbeat(who.tenant_id, hb, _source(rt, req))
+    return Reply(200, [])
 
 
-def routes() -> list[Route]:
-    return [
-        Route(CONFIG_PATH, config, methods=["GET", "HEAD"], include_in_schema=False),
-        Route(HEARTBEAT_PATH, heartbeat, methods=["POST"], include_in_schema=False),
-    ]
+ENDPOINTS = {
+    CONFIG_PATH: Endpoint(frozenset({"GET", "HEAD"}), config),
+    HEARTBEAT_PATH: Endpoint(frozenset({"POST"}), heartbeat),
+}

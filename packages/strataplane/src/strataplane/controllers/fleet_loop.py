@@ -30,7 +30,8 @@ class FleetControllers:
     def __init__(self, pool: Pool, settings: FleetSettings, shards: int) -> None:
         self.pool, self.settings = pool, settings
         self.reconciler = Reconciler(pool, settings.agent_url)
-        self._woken: set[UUID] = set()
+        # tenants whose release moved, until a pass of their shard (or a full pass) ran
+        self._woken: dict[UUID, float] = {}
         self._last_full: dict[int, float] = {}
         self._alive: dict[int, float] = {}
         self.loop = LeaderLoop(
@@ -45,7 +46,7 @@ class FleetControllers:
             await self.loop.stop()
 
     def wake(self, tenant_id: UUID) -> None:
-        self._woken.add(tenant_id)
+        self._woken[tenant_id] = time.monotonic()
 
     async def _gain(self, key: LockKey) -> None:
         async with platform_transaction(self.pool, SCOPE) as conn:
@@ -61,7 +62,12 @@ class FleetControllers:
     async def _body(self, key: LockKey) -> None:
         shard = key[1]
         now = time.monotonic()
-        full = now - self._last_full.get(shard, 0.0) >= self.settings.controller_interval
+        interval = self.settings.controller_interval
+        full = now - self._last_full.get(shard, 0.0) >= interval
+        # a tenant of another replica's shard is not reconciled here: forget it after a while
+        self._woken = {t: at for t, at in self._woken.items() if now - at < interval}
+        if not full and not self._woken:
+            return  # nothing to do before the next full pass: no query every tick
         async with platform_transaction(self.pool, SCOPE) as conn:
             if now - self._alive.get(shard, 0.0) >= 60:
                 await conn.execute(
@@ -77,7 +83,7 @@ class FleetControllers:
         for tenant_id, resumed_at in tenants:
             if not full and tenant_id not in self._woken:
                 continue
-            self._woken.discard(tenant_id)
+            self._woken.pop(tenant_id, None)
             await self.reconciler.reconcile(tenant_id)
             if full:
                 async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:

@@ -1,6 +1,8 @@
 """Reconcile desired state with the release pointer: find the agents whose desired revision is
 not the pointer (in id order, in batches), render and write them, one transaction per batch,
-so agents get their new artifact progressively. Agents whose render failed are retried when
+so agents get their new artifact progressively: each batch's transaction also tells the
+replicas (NOTIFY ``agents:``), so the next poll of any of its agents sees the new
+Last-Modified. Agents whose render failed are retried when
 the pointer moves again, not on every pass."""
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ class Reconciler:
                 )
                 if not batch:
                     break
-                changed += await render_and_write(
+                written = await render_and_write(
                     conn, tenant_id, batch, revision, self.agent_url, notify=False
                 )
+                if written:  # delivered with the batch's commit: replicas reload it in bulk
+                    await fleet_notify.agents_changed(conn, tenant_id, batch[0].id, batch[-1].id)
+            changed += written
             after = batch[-1].id
-        if changed:  # one notice for the pass: replicas reload the tenant's states in bulk once
-            async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
-                await fleet_notify.tenant_changed(conn, tenant_id)
         self._done[(tenant_id, kind)] = revision
         if changed:
             self.last_seconds = time.perf_counter() - started

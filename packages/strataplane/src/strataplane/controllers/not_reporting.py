@@ -10,9 +10,12 @@
 - sync ``out_of_sync`` / ``watcher_stalled``: a new desired artifact has not been fetched for 3
   intervals while the agent keeps reporting: its config-URL watcher stopped polling.
 
-Find and act are one statement each: the UPDATE re-checks every condition on the current row,
-so running it twice or on two replicas changes nothing more. Transitions are recorded in
-agent_status_event.
+Find and act are one statement each. The rows found are locked in id order, as every bulk
+writer of agent_instance locks them (so none of them deadlock), skipping rows another
+transaction holds: those are being written by a batch of reports, so their agent is not
+silent, and the next pass sees them again. Locking re-checks every condition on the current
+row, so running a pass twice or on two replicas changes nothing more. Transitions are recorded
+in agent_status_event.
 """
 
 from __future__ import annotations
@@ -34,12 +37,11 @@ WITH old AS (
     SELECT id, health::text AS health FROM agent_instance
     WHERE tenant_id = %(t)s AND kind = 'telegraf' AND health NOT IN ('pending', 'not_reporting')
     AND greatest(last_seen_at, %(resumed)s) < now() - %(silence)s * interval '1 millisecond'
+    ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
     UPDATE agent_instance a SET health = 'not_reporting',
         health_message = 'no report for ' || %(missed)s || ' heartbeat intervals'
-    FROM old WHERE a.tenant_id = %(t)s AND a.id = old.id AND a.health NOT IN
-        ('pending', 'not_reporting')
-    AND greatest(a.last_seen_at, %(resumed)s) < now() - %(silence)s * interval '1 millisecond'
+    FROM old WHERE a.tenant_id = %(t)s AND a.id = old.id
     RETURNING a.id
 )
 INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, to_value)
@@ -47,20 +49,24 @@ SELECT %(t)s, upd.id, 'health', old.health, 'not_reporting' FROM upd JOIN old ON
 """
 
 _SYNC = """
-WITH upd AS (
-    UPDATE agent_instance a SET sync = 'out_of_sync',
-        sync_reason = CASE WHEN a.served_artifact = a.desired_artifact THEN 'reload_failed'
-                           ELSE 'watcher_stalled' END
-    WHERE a.tenant_id = %(t)s AND a.kind = 'telegraf' AND a.sync = 'updating'
-    AND a.desired_artifact IS NOT NULL AND a.applied_artifact IS DISTINCT FROM a.desired_artifact
+WITH due AS (
+    SELECT id, CASE WHEN served_artifact = desired_artifact THEN 'reload_failed'
+                    ELSE 'watcher_stalled' END AS reason
+    FROM agent_instance
+    WHERE tenant_id = %(t)s AND kind = 'telegraf' AND sync = 'updating'
+    AND desired_artifact IS NOT NULL AND applied_artifact IS DISTINCT FROM desired_artifact
     AND (
-        (a.served_artifact = a.desired_artifact
-         AND a.served_at < now() - %(grace)s * interval '1 millisecond')
-        OR (a.served_artifact IS DISTINCT FROM a.desired_artifact AND a.served_artifact IS NOT NULL
-            AND a.desired_since < now() - %(grace)s * interval '1 millisecond'
-            AND greatest(a.last_seen_at, %(resumed)s)
+        (served_artifact = desired_artifact
+         AND served_at < now() - %(grace)s * interval '1 millisecond')
+        OR (served_artifact IS DISTINCT FROM desired_artifact AND served_artifact IS NOT NULL
+            AND desired_since < now() - %(grace)s * interval '1 millisecond'
+            AND greatest(last_seen_at, %(resumed)s)
                 > now() - %(grace)s * interval '1 millisecond')
     )
+    ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
+), upd AS (
+    UPDATE agent_instance a SET sync = 'out_of_sync', sync_reason = due.reason
+    FROM due WHERE a.tenant_id = %(t)s AND a.id = due.id
     RETURNING a.id, a.sync_reason
 )
 INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, to_value, detail)

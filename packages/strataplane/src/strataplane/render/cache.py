@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from uuid import UUID
 
 from strataplane.domain.spec.compose import Composition, compose
@@ -26,6 +27,7 @@ __all__ = ["RenderCache", "RenderResult", "supported_version"]
 _MIN_TELEGRAF = parse_version("1.37.0")  # outputs.heartbeat
 
 
+@lru_cache(maxsize=1024)
 def supported_version(kind: str, version: str | None) -> bool:
     """Telegraf from 1.37 (outputs.heartbeat); an unknown version is rendered as such."""
     if kind != "telegraf" or version is None:
@@ -48,6 +50,7 @@ class RenderResult:
 
 
 type Key = tuple[UUID, bytes, str, tuple[str, ...], str, str]
+type Choice = tuple[bytes, str, str | None, tuple[str | None, ...]]  # tree, kind, version, labels
 
 
 class RenderCache:
@@ -56,6 +59,7 @@ class RenderCache:
     def __init__(self, max_entries: int = 8192) -> None:
         self._entries: OrderedDict[Key, RenderResult] = OrderedDict()
         self._max = max_entries
+        self._choices: dict[Choice, tuple[str, ...]] = {}
         self.renders = 0
         self.hits = 0
 
@@ -68,9 +72,7 @@ class RenderCache:
         labels: Mapping[str, str],
         agent_url: str,
     ) -> RenderResult:
-        chosen = tuple(
-            layer.path for layer in applicable_layers(tree.layers, kind, version, labels)
-        )
+        chosen = self._chosen(tree, kind, version, labels)
         key: Key = (tenant_id, tree.hash, kind, chosen, token_env(version), agent_url)
         found = self._entries.get(key)
         if found is not None:
@@ -83,6 +85,21 @@ class RenderCache:
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
         return result
+
+    def _chosen(
+        self, tree: SpecTree, kind: str, version: str | None, labels: Mapping[str, str]
+    ) -> tuple[str, ...]:
+        """The paths of the applying Layers, found once per distinct value of the labels the
+        selectors read (agents differ in ``host.name``, which selectors rarely read)."""
+        key: Choice = (tree.hash, kind, version, tuple(labels.get(k) for k in tree.selector_keys))
+        found = self._choices.get(key)
+        if found is None:
+            applying = applicable_layers(tree.layers, kind, version, labels)
+            found = tuple(layer.path for layer in applying)
+            if len(self._choices) >= 8 * self._max:
+                self._choices.clear()
+            self._choices[key] = found
+        return found
 
     @staticmethod
     def compose(

@@ -38,9 +38,12 @@ class Renderer:
     ) -> RenderResult:
         return self.cache.render(tenant_id, tree, kind, version, labels, agent_url)
 
-    async def store(self, conn: Conn, tenant_id: UUID, kind: str, art: Artifact) -> None:
-        """Insert the artifact in the caller's transaction (a no-op when it exists)."""
-        await fleet_artifacts.store_artifact(conn, tenant_id, kind, art)
+    async def store(
+        self, conn: Conn, tenant_id: UUID, arts: Mapping[bytes, tuple[str, Artifact]]
+    ) -> None:
+        """Insert artifacts (hash -> (agent kind, artifact)) in the caller's transaction; those
+        that exist are left as they are."""
+        await fleet_artifacts.store_artifacts(conn, tenant_id, list(arts.values()))
 
 
 RENDERER = Renderer()

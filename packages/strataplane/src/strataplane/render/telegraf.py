@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from strataplane.domain.spec.agentconfig import parse_reference
 from strataplane.domain.spec.canonical import canonical_bytes
@@ -36,6 +37,7 @@ class TelegrafRender:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
+@lru_cache(maxsize=1024)
 def token_env(version: str | None) -> str:
     """The variable Telegraf takes its config-URL token from: TELEGRAF_CONTROLLER_TOKEN from
     1.39.0 (sent as Bearer), INFLUX_TOKEN before (sent as Token)."""

@@ -27,6 +27,7 @@ class SpecTree:
     heartbeat_interval: str = DEFAULT_HEARTBEAT
     render_level: int = 1
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    selector_keys: tuple[str, ...] = ()  # every label key a Layer's selector reads
 
 
 def _setting(settings: Mapping[str, object], *keys: str) -> object:
@@ -44,6 +45,9 @@ def parse_tree(files: Mapping[str, bytes]) -> SpecTree:
     except (SpecError, ValueError) as exc:
         diagnostics.append(Diagnostic("SP-5001", None, None, f"the tree's Layers: {exc}"))
         layers = []
+    read: set[str] = set()
+    for layer in layers:
+        read |= layer.selector.keys()
     settings = objects.get("settings.toml", {})
     interval = _setting(settings, "telegraf", "heartbeat", "interval")
     level = _setting(settings, "render", "level")
@@ -54,6 +58,7 @@ def parse_tree(files: Mapping[str, bytes]) -> SpecTree:
         interval if isinstance(interval, str) else DEFAULT_HEARTBEAT,
         level if isinstance(level, int) else 1,
         diagnostics,
+        tuple(sorted(read)),
     )
 
 

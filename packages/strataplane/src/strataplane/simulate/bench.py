@@ -6,10 +6,14 @@ fleet, reads the simulator's windows and watches the database. Figures:
 
 - ``polls_per_sec`` and ``p99_ms``: requests the simulator completed per second (HEAD polls,
   heartbeats, GETs) and their 99th percentile latency, in steady state;
-- ``render_seconds``: from the merge (a new revision changing every agent's configuration)
-  until every agent's desired artifact is rendered;
-- ``seconds_until_in_sync``: from the merge until every agent applied it (proved by its
-  heartbeat) and is ``in_sync``.
+- ``render_seconds``: from the merge's commit (a new revision changing every agent's
+  configuration) until every agent's desired artifact is rendered;
+- ``seconds_until_served``, ``seconds_until_in_sync``: from the merge's commit until every
+  agent fetched it, and until every agent applied it (proved by its heartbeat) and is
+  ``in_sync``;
+- ``*_cpu_us_per_request``: CPU time of the server (granian and its workers), the simulator
+  and the database's PostgreSQL backends over the steady-state windows, per request
+  completed, with the cores each used: on a shared machine the steadier figure.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import psycopg
 from strataplane import db
 
 GROUPS = 50
+DATABASE = "strataplane_bench"
 
 
 def spec_files(interval: float, percpu: str) -> dict[str, str]:
@@ -69,11 +74,10 @@ def fresh_database(configured: str | None) -> str:
     from platformkit.db.pool import with_database
     from platformkit.db.server import admin_url_for
 
-    name = "strataplane_bench"
-    url = with_database(configured, name) if configured else admin_url_for(None, name)
+    url = with_database(configured, DATABASE) if configured else admin_url_for(None, DATABASE)
     with psycopg.connect(with_database(url, "postgres"), autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS strataplane_bench WITH (FORCE)")
-        conn.execute("CREATE DATABASE strataplane_bench")
+        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DATABASE}")
     asyncio.run(db.migrator().migrate(url))
     return url
 

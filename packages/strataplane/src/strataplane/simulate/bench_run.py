@@ -16,7 +16,8 @@ from platformkit.http import start_server
 from platformkit.testing.services import free_port
 
 from strataplane import db
-from strataplane.simulate import bench
+from strataplane.settings import Settings
+from strataplane.simulate import bench, cpu
 
 _AGENTS = "SELECT count(*) FROM strataplane.agent_instance WHERE tenant_id = %s "
 
@@ -42,16 +43,27 @@ async def _seed(url: str, agents: int, interval: float) -> tuple[UUID, int, list
         await pool.close()
 
 
-async def _merge(url: str, tenant_id: UUID, interval: float) -> int:
+async def _merge(url: str, tenant_id: UUID, interval: float) -> tuple[int, float]:
+    """The merged revision and the monotonic time its transaction committed."""
     from platformkit.db.pool import open_pool
 
     from strataplane.simulate.seed import publish
 
     pool = await open_pool(db.app_url(url), min_size=1, max_size=2)
     try:
-        return await publish(pool, tenant_id, bench.spec_files(interval, "true"), "r-b")
+        revision = await publish(pool, tenant_id, bench.spec_files(interval, "true"), "r-b")
+        return revision, time.monotonic()
     finally:
         await pool.close()
+
+
+def _cpu(server: int, simulator: int) -> tuple[float, float, float]:
+    """CPU seconds so far of the server, the simulator and the database's backends."""
+    return (
+        cpu.tree_seconds(server),
+        cpu.tree_seconds(simulator),
+        cpu.backend_seconds(bench.DATABASE),
+    )
 
 
 def _reader(stream: IO[str], windows: list[dict[str, Any]]) -> None:
@@ -74,6 +86,7 @@ def run(
             "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": str(min(5.0, interval / 2)),
         }
     )
+    settings = Settings()
     log = Path(tempfile.gettempdir()) / f"sp-bench-server-{port}.log"
     server = start_server(
         "strataplane.app:create_app",
@@ -82,6 +95,10 @@ def run(
         factory=True,
         log_level="warning",
         log_file=log,
+        # as `strataplane serve` does: with granian's default budget (backlog / workers = 512)
+        # a burst of new simulator connections waited 20 s and more to be served
+        backlog=settings.backlog,
+        backpressure=settings.backpressure,
     )
     sim = None
     try:
@@ -97,13 +114,13 @@ def run(
         in_sync = _AGENTS + "AND applied_revision_id = %s AND sync = 'in_sync'"
         bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120)
         mark = len(windows)
+        before = _cpu(server.process.pid, sim.pid)
         time.sleep(4 * interval)
+        used = [b - a for a, b in zip(before, _cpu(server.process.pid, sim.pid), strict=True)]
         steady = windows[mark:]
-        merged_at = time.monotonic()
-        second = asyncio.run(_merge(url, tenant, interval))
-        render = bench.wait_for(
-            url, _AGENTS + "AND desired_revision_id = %s", (*t, second), agents, 300
-        )
+        second, merged_at = asyncio.run(_merge(url, tenant, interval))
+        bench.wait_for(url, _AGENTS + "AND desired_revision_id = %s", (*t, second), agents, 300)
+        render = time.monotonic() - merged_at
         bench.wait_for(
             url,
             _AGENTS + "AND served_artifact = desired_artifact AND desired_revision_id = %s",
@@ -130,6 +147,11 @@ def run(
         "label_sets": bench.GROUPS,
         "simulator_connections": connections,
     }
+    per_request = [round(seconds * 1e6 / max(1, requests), 1) for seconds in used]
+    cores = "; cores used: " + ", ".join(
+        f"{name} {seconds / (4 * interval):.2f}"
+        for name, seconds in zip(("server", "simulator", "postgres"), used, strict=True)
+    )
     return [
         {
             "figure": "polls_per_sec",
@@ -150,20 +172,30 @@ def run(
             "value": round(render, 2),
             "unit": "s",
             "workload": workload,
-            "note": "merge -> every desired artifact rendered",
+            "note": "merge commit -> every desired artifact rendered",
         },
         {
             "figure": "seconds_until_served",
             "value": round(served, 2),
             "unit": "s",
             "workload": workload,
-            "note": "merge -> every agent fetched the new artifact",
+            "note": "merge commit -> every agent fetched the new artifact",
         },
         {
             "figure": "seconds_until_in_sync",
             "value": round(applied, 2),
             "unit": "s",
             "workload": workload,
-            "note": "merge -> every heartbeat proves it applied",
+            "note": "merge commit -> every heartbeat proves it applied",
         },
+        *(
+            {
+                "figure": f"{name}_cpu_us_per_request",
+                "value": value,
+                "unit": "us",
+                "workload": workload,
+                "note": f"{name} CPU time per request completed, steady state{cores}",
+            }
+            for name, value in zip(("server", "simulator", "postgres"), per_request, strict=True)
+        ),
     ]

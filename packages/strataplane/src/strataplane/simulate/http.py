@@ -1,5 +1,6 @@
-"""A minimal HTTP/1.1 keep-alive client on asyncio streams, so that one process can drive
-thousands of simulated agents (a general-purpose client costs several times more per request).
+"""A minimal HTTP/1.1 keep-alive client on asyncio protocols, so that one process can drive
+thousands of simulated agents while spending little of the machine the server runs on (a
+general-purpose client, or even asyncio streams, cost several times more per request).
 Enough of HTTP for this server: Content-Length and chunked bodies, no redirects, no TLS."""
 
 from __future__ import annotations
@@ -16,39 +17,88 @@ class Reply:
     body: bytes
 
 
-class _Conn:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader, self.writer = reader, writer
+def _chunked(buf: bytearray, start: int) -> tuple[bytes, int] | None:
+    """The body of a complete chunked message from ``start`` and the offset after it, or None
+    while more data is needed."""
+    parts: list[bytes] = []
+    at = start
+    while True:
+        eol = buf.find(b"\r\n", at)
+        if eol < 0:
+            return None
+        size = int(bytes(buf[at:eol]).split(b";")[0], 16)
+        if size == 0:
+            end = buf.find(b"\r\n\r\n", eol)  # no trailers are sent: the last CRLF follows
+            return (b"".join(parts), end + 4) if end >= 0 else None
+        if len(buf) < eol + 2 + size + 2:
+            return None
+        parts.append(bytes(buf[eol + 2 : eol + 2 + size]))
+        at = eol + 2 + size + 2
 
-    async def request(
-        self, method: str, target: str, host: str, headers: dict[str, str], body: bytes
-    ) -> Reply:
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
-        lines += [f"{k}: {v}" for k, v in headers.items()]
-        if body or method in ("POST", "PUT"):
-            lines.append(f"Content-Length: {len(body)}")
-        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
-        await self.writer.drain()
-        status_line = await self.reader.readline()
-        if not status_line:
-            raise ConnectionError("connection closed")
-        status = int(status_line.split()[1])
-        got: dict[str, str] = {}
-        while (line := await self.reader.readline()) not in (b"\r\n", b"\n", b""):
-            name, _, value = line.decode("latin-1").partition(":")
-            got[name.strip().lower()] = value.strip()
-        data = b""
-        if method != "HEAD" and status not in (204, 304):
-            if got.get("transfer-encoding", "").lower() == "chunked":
-                while size := int((await self.reader.readline()).split(b";")[0], 16):
-                    data += await self.reader.readexactly(size + 2)
-                    data = data[:-2]
-                await self.reader.readline()
-            else:
-                data = await self.reader.readexactly(int(got.get("content-length", "0")))
-        if got.get("connection", "").lower() == "close":
-            self.writer.close()
-        return Reply(status, got, data)
+
+class _Conn(asyncio.Protocol):
+    """One connection, one request at a time."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._waiter: asyncio.Future[Reply] | None = None
+        self._bodiless = False
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(ConnectionError("connection closed"))
+
+    def data_received(self, data: bytes) -> None:
+        self._buf += data
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return
+        end = self._buf.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        lines = bytes(self._buf[:end]).decode("latin-1").split("\r\n")
+        try:
+            status = int(lines[0].split(" ", 2)[1])
+        except (IndexError, ValueError):
+            waiter.set_exception(ConnectionError(f"bad status line {lines[0]!r}"))
+            return
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        start = end + 4
+        if self._bodiless or status in (204, 304):
+            body, after = b"", start
+        elif headers.get("transfer-encoding", "").lower() == "chunked":
+            found = _chunked(self._buf, start)
+            if found is None:
+                return
+            body, after = found
+        else:
+            after = start + int(headers.get("content-length", "0"))
+            if len(self._buf) < after:
+                return
+            body = bytes(self._buf[start:after])
+        del self._buf[:after]
+        waiter.set_result(Reply(status, headers, body))
+
+    async def request(self, method: str, head: bytes, body: bytes) -> Reply:
+        assert self.transport is not None
+        self._waiter = asyncio.get_running_loop().create_future()
+        self._bodiless = method == "HEAD"
+        self.transport.write(head + body if body else head)
+        reply = await self._waiter
+        if reply.headers.get("connection", "").lower() == "close":
+            self.transport.close()
+            self.closed = True
+        return reply
 
 
 class HttpPool:
@@ -59,30 +109,42 @@ class HttpPool:
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self._authority = parts.netloc
-        self._idle: asyncio.LifoQueue[_Conn] = asyncio.LifoQueue()
+        self._idle: list[_Conn] = []
         self._slots = asyncio.Semaphore(size)
+
+    def _head(self, method: str, target: str, headers: dict[str, str], body: bytes) -> bytes:
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {self._authority}"]
+        lines += [f"{k}: {v}" for k, v in headers.items()]
+        if body or method in ("POST", "PUT"):
+            lines.append(f"Content-Length: {len(body)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
     async def request(
         self, method: str, target: str, headers: dict[str, str], body: bytes = b""
     ) -> Reply:
+        head = self._head(method, target, headers, body)
         async with self._slots:
-            conn = self._idle.get_nowait() if not self._idle.empty() else None
+            conn = self._idle.pop() if self._idle else None
             for attempt in range(2):
-                if conn is None or conn.writer.is_closing():
-                    conn = _Conn(*await asyncio.open_connection(self.host, self.port))
+                if conn is None or conn.closed:
+                    loop = asyncio.get_running_loop()
+                    _transport, conn = await loop.create_connection(_Conn, self.host, self.port)
                 try:
-                    reply = await conn.request(method, target, self._authority, headers, body)
-                except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-                    conn.writer.close()
+                    reply = await conn.request(method, head, body)
+                except ConnectionError:
+                    if conn.transport is not None:
+                        conn.transport.close()
                     conn = None
                     if attempt:
                         raise
                     continue
-                if not conn.writer.is_closing():
-                    self._idle.put_nowait(conn)
+                if not conn.closed:
+                    self._idle.append(conn)
                 return reply
             raise ConnectionError("unreachable")
 
     async def close(self) -> None:
-        while not self._idle.empty():
-            self._idle.get_nowait().writer.close()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.transport is not None:
+                conn.transport.close()

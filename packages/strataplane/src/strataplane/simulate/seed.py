@@ -97,7 +97,7 @@ async def seed_fleet(
                 creds,
             ),
         ):
-            arrays = ", ".join(f"%s::{c}[]" for c in casts.split())
+            arrays = ", ".join(f"%b::{c}[]" for c in casts.split())
             for start in range(0, len(rows_), 5000):
                 columns = [list(c) for c in zip(*rows_[start : start + 5000], strict=True)]
                 if columns:

@@ -3,7 +3,7 @@
 - start-up: GET the config URL (``Accept: application/toml``, ``User-Agent: Telegraf/<v>
   Go/<go>``, ``Authorization: Bearer`` from 1.39, ``Token`` before); only 200 succeeds; a few
   tries ``retry_delay`` apart, then the process exits;
-- ``${VAR}`` substitution from its environment on the fetched TOML;
+- ``${VAR}`` substitution from its environment on the fetched TOML (here on the parsed values);
 - the watcher: every ``watch_interval`` a HEAD with the same headers; the raw Last-Modified of
   the FIRST tick is the baseline, any different later value (even older) reloads; no
   Last-Modified never fires;
@@ -23,6 +23,7 @@ import re
 import time
 import tomllib
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +31,18 @@ from strataplane.domain.spec.fields import parse_duration
 from strataplane.simulate.http import HttpPool
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@lru_cache(maxsize=256)
+def _parse(body: bytes) -> dict[str, Any] | None:
+    """The fetched TOML, parsed once per distinct body: a fleet shares a few dozen bodies, and
+    parsing each agent's copy would make the simulator, not the server, the bottleneck of a
+    reload wave. Telegraf substitutes ``${VAR}`` before parsing; the values substituted here
+    (tokens, ids) never hold TOML syntax, so substituting afterwards gives the same result."""
+    try:
+        return tomllib.loads(body.decode())
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
 
 
 @dataclass
@@ -51,16 +64,18 @@ class SimulatedTelegraf:
         default_factory=lambda: {"errors": 0, "warnings": 0, "metrics": 0}
     )
     _heartbeat: asyncio.Task[None] | None = None
+    _config_headers: dict[str, str] = field(default_factory=dict)
 
     def _headers(self) -> dict[str, str]:
-        new = tuple(int(p) for p in self.version.split(".")[:2]) >= (1, 39)
-        token = self.env.get("TELEGRAF_CONTROLLER_TOKEN" if new else "INFLUX_TOKEN", "")
-        auth = f"Bearer {token}" if new else f"Token {token}"
-        return {
-            "Accept": "application/toml",
-            "User-Agent": f"Telegraf/{self.version} Go/1.24.4",
-            "Authorization": auth,
-        }
+        if not self._config_headers:
+            new = tuple(int(p) for p in self.version.split(".")[:2]) >= (1, 39)
+            token = self.env.get("TELEGRAF_CONTROLLER_TOKEN" if new else "INFLUX_TOKEN", "")
+            self._config_headers = {
+                "Accept": "application/toml",
+                "User-Agent": f"Telegraf/{self.version} Go/1.24.4",
+                "Authorization": f"Bearer {token}" if new else f"Token {token}",
+            }
+        return self._config_headers
 
     async def _timed(
         self, method: str, path: str, headers: dict[str, str], body: bytes = b""
@@ -77,14 +92,23 @@ class SimulatedTelegraf:
             except OSError:
                 reply = None
             if reply is not None and reply.status == 200:
-                text = _VAR.sub(lambda m: self.env.get(m.group(1), ""), reply.body.decode())
-                try:
-                    return tomllib.loads(text)
-                except tomllib.TOMLDecodeError:
-                    return None
+                parsed = _parse(reply.body)
+                return None if parsed is None else self._substitute(parsed)
             if attempt + 1 < self.retries:
                 await asyncio.sleep(self.retry_delay)
         return None
+
+    def _substitute(self, value: Any) -> Any:
+        """``${VAR}`` from the environment in every string of the parsed configuration."""
+        if isinstance(value, str):
+            return (
+                _VAR.sub(lambda m: self.env.get(m.group(1), ""), value) if "${" in value else value
+            )
+        if isinstance(value, dict):
+            return {k: self._substitute(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._substitute(v) for v in value]
+        return value
 
     async def run(self) -> None:
         """Start, then watch and reload until the process exits (or is cancelled)."""

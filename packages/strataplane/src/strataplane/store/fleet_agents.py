@@ -3,6 +3,7 @@ applied, and their bearer credentials (only sha256(token) is stored)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -155,12 +156,15 @@ async def revoke_credentials(conn: Conn, tenant_id: UUID, agent_id: UUID) -> lis
     return [bytes(r["token_hash"]) for r in await cur.fetchall()]
 
 
-async def lookup_credential(conn: Conn, token_hash: bytes) -> Credential | None:
+async def lookup_credentials(conn: Conn, token_hashes: Sequence[bytes]) -> dict[bytes, Credential]:
     """By hash, across tenants: call in platform scope."""
     cur = await conn.execute(
-        "SELECT id, tenant_id, agent_instance_id, revoked_at FROM agent_credential "
-        "WHERE token_hash = %s",
-        (token_hash,),
+        "SELECT token_hash, id, tenant_id, agent_instance_id, revoked_at FROM agent_credential "
+        "WHERE token_hash = ANY(%b)",
+        (list(token_hashes),),
     )
-    row = await maybe(cur)
-    return Credential(**row) if row is not None else None
+    found = {}
+    for row in await cur.fetchall():
+        digest = bytes(row.pop("token_hash"))
+        found[digest] = Credential(**row)
+    return found

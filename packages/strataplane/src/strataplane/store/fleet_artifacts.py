@@ -10,25 +10,39 @@ from platformkit.db.scope import Conn
 from strataplane.render.artifacts import Artifact, compress, decompress
 
 
-async def store_artifact(conn: Conn, tenant_id: UUID, agent_kind: str, art: Artifact) -> None:
-    """Insert once; a render that produced the same bytes again only marks it used."""
-    await conn.execute(
-        "INSERT INTO artifact (tenant_id, hash, agent_kind, content, secret_refs, size) "
-        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (tenant_id, hash) DO UPDATE "
-        "SET last_used_at = now() WHERE artifact.last_used_at < now() - interval '1 hour'",
-        (tenant_id, art.hash, agent_kind, compress(art.content), list(art.secret_refs), art.size),
-    )
+async def store_artifacts(
+    conn: Conn, tenant_id: UUID, arts: Sequence[tuple[str, Artifact]]
+) -> None:
+    """Insert each (agent kind, artifact) once, in one round trip; a render that produced the
+    same bytes again only marks it used."""
+    if not arts:
+        return
+    rows = [
+        (tenant_id, art.hash, kind, compress(art.content), list(art.secret_refs), art.size)
+        for kind, art in arts
+    ]
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO artifact (tenant_id, hash, agent_kind, content, secret_refs, size) "
+            "VALUES (%s, %b, %s, %b, %s, %s) ON CONFLICT (tenant_id, hash) DO UPDATE "
+            "SET last_used_at = now() WHERE artifact.last_used_at < now() - interval '1 hour'",
+            rows,
+        )
 
 
-async def get_artifact(conn: Conn, tenant_id: UUID, digest: bytes) -> Artifact | None:
+async def get_artifacts(
+    conn: Conn, tenant_id: UUID, digests: Sequence[bytes]
+) -> dict[bytes, Artifact]:
     cur = await conn.execute(
-        "SELECT content, secret_refs FROM artifact WHERE tenant_id = %s AND hash = %s",
-        (tenant_id, digest),
+        "SELECT hash, content, secret_refs FROM artifact WHERE tenant_id = %s AND hash = ANY(%b)",
+        (tenant_id, list(digests)),
     )
-    row = await cur.fetchone()
-    if row is None:
-        return None
-    return Artifact(digest, decompress(bytes(row["content"])), tuple(row["secret_refs"]))
+    found = {}
+    for row in await cur.fetchall():
+        digest = bytes(row["hash"])
+        content = decompress(bytes(row["content"]))
+        found[digest] = Artifact(digest, content, tuple(row["secret_refs"]))
+    return found
 
 
 async def artifact_exists(conn: Conn, tenant_id: UUID, digest: bytes) -> bool:
@@ -52,7 +66,7 @@ async def replace_impact(
     await conn.execute(
         "INSERT INTO change_set_impact (tenant_id, change_set_id, agent_instance_id, "
         "before_artifact, after_artifact) SELECT %s, %s, * FROM "
-        "unnest(%s::uuid[], %s::bytea[], %s::bytea[])",
+        "unnest(%b::uuid[], %b::bytea[], %b::bytea[])",
         (
             tenant_id,
             change_set_id,

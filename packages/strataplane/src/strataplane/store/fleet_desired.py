@@ -43,7 +43,7 @@ async def render_inputs(
         "SELECT a.id, a.kind::text AS kind, a.version, h.labels FROM agent_instance a "
         "JOIN host h ON h.tenant_id = a.tenant_id AND h.id = a.host_id "
         "WHERE a.tenant_id = %(t)s "
-        "AND (%(ids)s::uuid[] IS NULL OR a.id = ANY(%(ids)s)) "
+        "AND (%(ids)b::uuid[] IS NULL OR a.id = ANY(%(ids)b)) "
         "AND (%(kind)s::text IS NULL OR a.kind::text = %(kind)s) "
         "AND (%(rev)s::bigint IS NULL OR a.desired_revision_id IS DISTINCT FROM %(rev)s) "
         "AND NOT (%(skip)s AND a.sync = 'render_error') "
@@ -63,8 +63,8 @@ async def render_inputs(
 
 _UPDATE = """
 WITH v AS (
-    SELECT * FROM unnest(%(ids)s::uuid[], %(revs)s::bigint[], %(arts)s::bytea[],
-                         %(unsup)s::boolean[]) AS v(id, rev, art, unsupported)
+    SELECT * FROM unnest(%(ids)b::uuid[], %(revs)b::bigint[], %(arts)b::bytea[],
+                         %(unsup)b::boolean[]) AS v(id, rev, art, unsupported)
 ), old AS (
     SELECT a.id, a.sync::text AS sync FROM agent_instance a JOIN v ON v.id = a.id
     WHERE a.tenant_id = %(t)s

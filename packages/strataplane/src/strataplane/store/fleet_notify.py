@@ -2,9 +2,11 @@
 cache changes. NOTIFY is transactional, so a notice is delivered only if the change commits.
 
 Payloads: ``agent:<tenant>:<agent>`` (one agent's state), ``tenant:<tenant>`` (every agent of
-the tenant), ``credential:<sha256 hex>`` (a revoked credential), ``release:<tenant>`` (the
-release pointer moved: reconcile now), ``served:<tenant>:<artifact hex>:<agent>,<agent>...``
-(agents fetched that artifact: caches update in place, no reload).
+the tenant), ``agents:<tenant>:<first>:<last>`` (the agents whose ids are in that range: one
+batch of the reconciler), ``credential:<sha256 hex>`` (a revoked credential),
+``release:<tenant>`` (the release pointer moved: reconcile now),
+``served:<tenant>:<artifact hex>:<agent>,<agent>...`` (agents fetched that artifact: caches
+update in place, no reload).
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ async def agent_changed(conn: Conn, tenant_id: UUID, agent_id: UUID) -> None:
 
 async def tenant_changed(conn: Conn, tenant_id: UUID) -> None:
     await notify(conn, f"tenant:{tenant_id}")
+
+
+async def agents_changed(conn: Conn, tenant_id: UUID, first: UUID, last: UUID) -> None:
+    """Agents of the tenant with ids from ``first`` to ``last`` (inclusive) changed."""
+    await notify(conn, f"agents:{tenant_id}:{first}:{last}")
 
 
 async def credentials_revoked(conn: Conn, hashes: list[bytes]) -> None:

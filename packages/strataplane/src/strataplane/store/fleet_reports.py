@@ -51,7 +51,7 @@ async def current_rows(conn: Conn, tenant_id: UUID, ids: Sequence[UUID]) -> list
     cur = await conn.execute(
         "SELECT id, health::text AS health, sync::text AS sync, sync_reason, version, "
         "desired_artifact, desired_revision_id, served_artifact, applied_artifact, "
-        "applied_revision_id FROM agent_instance WHERE tenant_id = %s AND id = ANY(%s)",
+        "applied_revision_id FROM agent_instance WHERE tenant_id = %s AND id = ANY(%b)",
         (tenant_id, list(ids)),
     )
     rows = []
@@ -66,7 +66,7 @@ async def known_artifacts(conn: Conn, tenant_id: UUID, hashes: Sequence[bytes]) 
     if not hashes:
         return set()
     cur = await conn.execute(
-        "SELECT hash FROM artifact WHERE tenant_id = %s AND hash = ANY(%s)",
+        "SELECT hash FROM artifact WHERE tenant_id = %s AND hash = ANY(%b)",
         (tenant_id, list(hashes)),
     )
     return {bytes(r["hash"]) for r in await cur.fetchall()}
@@ -95,10 +95,10 @@ async def write_reports(conn: Conn, tenant_id: UUID, updates: Sequence[ReportUpd
         "sync_reason = v.reason, version = coalesce(v.ver, a.version), "
         "version_raw = coalesce(v.raw, a.version_raw), applied_artifact = v.applied, "
         "applied_revision_id = v.arev, applied_at = CASE WHEN v.achg THEN v.seen "
-        "ELSE a.applied_at END, facts = a.facts || v.facts FROM unnest(%(ids)s::uuid[], "
-        "%(seen)s::timestamptz[], %(health)s::text[], %(hmsg)s::text[], %(sync)s::text[], "
-        "%(reason)s::text[], %(ver)s::text[], %(raw)s::text[], %(applied)s::bytea[], "
-        "%(arev)s::bigint[], %(achg)s::boolean[], %(facts)s::jsonb[]) AS v(id, seen, health, "
+        "ELSE a.applied_at END, facts = a.facts || v.facts FROM unnest(%(ids)b::uuid[], "
+        "%(seen)b::timestamptz[], %(health)b::text[], %(hmsg)b::text[], %(sync)b::text[], "
+        "%(reason)b::text[], %(ver)b::text[], %(raw)b::text[], %(applied)b::bytea[], "
+        "%(arev)b::bigint[], %(achg)b::boolean[], %(facts)b::jsonb[]) AS v(id, seen, health, "
         "hmsg, sync, reason, ver, raw, applied, arev, achg, facts) "
         "WHERE a.tenant_id = %(t)s AND a.id = v.id",
         {**cols, "t": tenant_id},
@@ -113,7 +113,7 @@ async def insert_events(
         return
     await conn.execute(
         "INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, "
-        "to_value) SELECT %s, * FROM unnest(%s::uuid[], %s::text[], %s::text[], %s::text[])",
+        "to_value) SELECT %s, * FROM unnest(%b::uuid[], %b::text[], %b::text[], %b::text[])",
         (
             tenant_id,
             [e[0] for e in events],
@@ -138,14 +138,14 @@ async def insert_logs(
     attrs = [Jsonb(row[6]) if row[6] is not None else None for row in logs]
     await conn.execute(
         "INSERT INTO agent_log_entry (tenant_id, agent_instance_id, ts, level, source, "
-        "instance_key, message, attributes) SELECT %s, * FROM unnest(%s::uuid[], "
-        "%s::timestamptz[], %s::text[], %s::text[], %s::text[], %s::text[], %s::jsonb[])",
+        "instance_key, message, attributes) SELECT %s, * FROM unnest(%b::uuid[], "
+        "%b::timestamptz[], %b::text[], %b::text[], %b::text[], %b::text[], %b::jsonb[])",
         (tenant_id, *columns, attrs),
     )
     await conn.execute(
         "DELETE FROM agent_log_entry e USING (SELECT id FROM (SELECT id, row_number() OVER "
         "(PARTITION BY agent_instance_id ORDER BY ts DESC, id DESC) AS n FROM agent_log_entry "
-        "WHERE tenant_id = %s AND agent_instance_id = ANY(%s)) x WHERE n > %s) d "
+        "WHERE tenant_id = %s AND agent_instance_id = ANY(%b)) x WHERE n > %s) d "
         "WHERE e.id = d.id",
         (tenant_id, list({log[0] for log in logs}), LOGS_KEPT),
     )

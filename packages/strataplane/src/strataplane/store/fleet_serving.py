@@ -34,7 +34,7 @@ _STATE = (
     "t.state::text AS tenant_state, a.version, a.approved_at IS NOT NULL AS approved, "
     "a.quarantined_at IS NOT NULL AS quarantined, a.flags, a.desired_revision_id, "
     "a.desired_artifact, a.desired_since, a.served_artifact FROM agent_instance a "
-    "JOIN tenant t ON t.id = a.tenant_id WHERE a.tenant_id = %s AND a.id = ANY(%s)"
+    "JOIN tenant t ON t.id = a.tenant_id WHERE a.tenant_id = %s AND a.id = ANY(%b)"
 )
 
 
@@ -49,7 +49,7 @@ async def tenant_states(
     conn: Conn, tenant_id: UUID, *, after: UUID | None, limit: int
 ) -> list[ServingState]:
     """Every agent of the tenant in id order (warming a replica's cache)."""
-    query = _STATE.replace("AND a.id = ANY(%s)", "AND (%s::uuid IS NULL OR a.id > %s)")
+    query = _STATE.replace("AND a.id = ANY(%b)", "AND (%s::uuid IS NULL OR a.id > %s)")
     cur = await conn.execute(query + " ORDER BY a.id LIMIT %s", (tenant_id, after, after, limit))
     return [_state(row) for row in await cur.fetchall()]
 
@@ -70,7 +70,7 @@ async def lock_agents(conn: Conn, tenant_id: UUID, agent_ids: Sequence[UUID]) ->
     """Lock rows in id order before a bulk UPDATE: writers on several replicas (batches, the
     reconciler) then never wait on each other in a cycle."""
     await conn.execute(
-        "SELECT 1 FROM agent_instance WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id "
+        "SELECT 1 FROM agent_instance WHERE tenant_id = %s AND id = ANY(%b) ORDER BY id "
         "FOR NO KEY UPDATE",
         (tenant_id, sorted(agent_ids)),
     )
@@ -85,7 +85,7 @@ async def mark_served(
         "UPDATE agent_instance a SET served_artifact = v.art, served_at = v.ts, "
         "sync = CASE WHEN a.sync_reason = 'watcher_stalled' THEN 'updating'::agent_sync "
         "ELSE a.sync END, sync_reason = CASE WHEN a.sync_reason = 'watcher_stalled' THEN NULL "
-        "ELSE a.sync_reason END FROM unnest(%s::uuid[], %s::bytea[], %s::timestamptz[]) "
+        "ELSE a.sync_reason END FROM unnest(%b::uuid[], %b::bytea[], %b::timestamptz[]) "
         "AS v(id, art, ts) WHERE a.tenant_id = %s AND a.id = v.id "
         # replicas flush in any order: an older delivery never overwrites a newer one
         "AND (a.served_at IS NULL OR a.served_at <= v.ts) RETURNING a.id, v.art",
@@ -116,7 +116,7 @@ async def touch_seen(
     """Write last_seen_at and last_source_ip of many agents; the hosts whose agent's address
     changed (their zone labels may change)."""
     cur = await conn.execute(
-        "WITH v AS (SELECT * FROM unnest(%s::uuid[], %s::timestamptz[], %s::inet[]) "
+        "WITH v AS (SELECT * FROM unnest(%b::uuid[], %b::timestamptz[], %b::inet[]) "
         "AS v(id, ts, ip)), old AS (SELECT a.id, a.last_source_ip FROM agent_instance a "
         "JOIN v ON v.id = a.id WHERE a.tenant_id = %s), upd AS (UPDATE agent_instance a "
         "SET last_seen_at = greatest(a.last_seen_at, v.ts), last_source_ip = "

@@ -116,7 +116,9 @@ async def enroll_telegraf(
     settings = fleet_settings(request)
     meta = request_meta(request)
     runtime = getattr(request.app.state, "fleet", None)
-    source = runtime.source_ip(request) if runtime is not None else meta.source_ip
+    peer = request.client.host if request.client is not None else None
+    forwarded = request.headers.get("x-forwarded-for")
+    source = runtime.source_ip(peer, forwarded) if runtime is not None else meta.source_ip
     done = await enrollment.enroll_agent(
         services_of(request),
         token.strip(),

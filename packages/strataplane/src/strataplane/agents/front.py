@@ -1,0 +1,112 @@
+"""The agents' hot path ahead of the management API.
+
+The app (``app.StrataplaneApp``) hands a request to an agent endpoint to ``AgentFront`` before
+FastAPI sees it: no telemetry check, request id, metrics, access log or exception layers (a
+poll through them costs several times the endpoint itself). Endpoints read the few headers
+they need from the raw ASGI scope and answer with one body. Errors keep the API's shape: a
+``ProblemError`` becomes problem+json; anything else is logged and answered with the kernel's
+``internal`` problem.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from platformkit.http import InternalError, ProblemError, problem_response
+from starlette.datastructures import State
+from starlette.types import Receive, Scope, Send
+
+from strataplane.actions.fleet_errors import ContentTooLarge, MethodNotAllowed
+
+if TYPE_CHECKING:
+    from strataplane.agents.runtime import FleetRuntime
+
+log = logging.getLogger(__name__)
+
+
+class ClientGone(Exception):
+    """The client closed the connection before its request was read."""
+
+
+class AgentRequest:
+    """The parts of a request the agent endpoints use."""
+
+    __slots__ = ("_receive", "headers", "method", "peer")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.method: str = scope["method"]
+        # names arrive lower-cased; for a repeated header the last value wins
+        self.headers: dict[bytes, bytes] = dict(scope["headers"])
+        client = scope.get("client")
+        self.peer: str | None = client[0] if client else None
+        self._receive = receive
+
+    def header(self, name: bytes) -> str | None:
+        value = self.headers.get(name)
+        return value.decode("latin-1") if value is not None else None
+
+    async def body(self, limit: int) -> bytes:
+        """The whole body, refused once it exceeds ``limit`` bytes."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await self._receive()
+            if message["type"] != "http.request":
+                raise ClientGone
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise ContentTooLarge(f"at most {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    headers: list[tuple[bytes, bytes]]
+    body: bytes = b""
+
+
+type Handler = Callable[[FleetRuntime, AgentRequest], Awaitable[Reply]]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    methods: frozenset[str]
+    handler: Handler
+
+
+class AgentFront:
+    """Serves ``endpoints`` (by exact path) with the runtime at ``state.fleet``."""
+
+    def __init__(self, state: State, endpoints: Mapping[str, Endpoint]) -> None:
+        self._state = state
+        self._endpoints = dict(endpoints)
+
+    def route(self, scope: Scope) -> Endpoint | None:
+        """The endpoint of an agent request, None for any other request."""
+        return self._endpoints.get(scope["path"]) if scope["type"] == "http" else None
+
+    async def serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            if scope["method"] not in endpoint.methods:
+                allow = ", ".join(sorted(endpoint.methods))
+                raise MethodNotAllowed(headers={"Allow": allow})
+            reply = await endpoint.handler(self._state.fleet, AgentRequest(scope, receive))
+        except ProblemError as exc:
+            await problem_response(exc, scope["path"])(scope, receive, send)
+            return
+        except ClientGone:
+            return
+        except Exception:
+            log.exception("unhandled error in %s %s", scope["method"], scope["path"])
+            await problem_response(InternalError(), scope["path"])(scope, receive, send)
+            return
+        headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply.body})
