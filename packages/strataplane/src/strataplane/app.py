@@ -21,6 +21,7 @@ from platformkit.http import (
     problem_responses,
     rls_scope,
 )
+from platformkit.http.metrics import http_metrics
 from platformkit.jobs import JobRunner
 from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
 from starlette.types import Receive, Scope, Send
@@ -97,7 +98,7 @@ def create_app(
         responses=problem_responses("4XX", "5XX"),
     )
     install(app)
-    app.front = AgentFront(app.state, telegraf.ENDPOINTS)
+    app.front = AgentFront(app.state, telegraf.ENDPOINTS, http_metrics())
     app.state.idempotency = Idempotency(
         lambda: app.state.services.pool,
         table=f"{db.SCHEMA}.idempotency_key",

@@ -5,17 +5,20 @@ FastAPI sees it: no telemetry check, request id, metrics, access log or exceptio
 poll through them costs several times the endpoint itself). Endpoints read the few headers
 they need from the raw ASGI scope and answer with one body. Errors keep the API's shape: a
 ``ProblemError`` becomes problem+json; anything else is logged and answered with the kernel's
-``internal`` problem.
+``internal`` problem. Every answer is still counted and timed in the kernel's HTTP metrics
+(``http_requests_total`` and ``http_request_duration_seconds``, route = the endpoint's path).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from platformkit.http import InternalError, ProblemError, problem_response
+from platformkit.http.metrics import HttpMetrics
 from starlette.datastructures import State
 from starlette.types import Receive, Scope, Send
 
@@ -84,15 +87,26 @@ class Endpoint:
 class AgentFront:
     """Serves ``endpoints`` (by exact path) with the runtime at ``state.fleet``."""
 
-    def __init__(self, state: State, endpoints: Mapping[str, Endpoint]) -> None:
+    def __init__(
+        self, state: State, endpoints: Mapping[str, Endpoint], metrics: HttpMetrics
+    ) -> None:
         self._state = state
         self._endpoints = dict(endpoints)
+        self._metrics = metrics
 
     def route(self, scope: Scope) -> Endpoint | None:
         """The endpoint of an agent request, None for any other request."""
         return self._endpoints.get(scope["path"]) if scope["type"] == "http" else None
 
     async def serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        status = await self._answer(endpoint, scope, receive, send)
+        if status:
+            elapsed = time.perf_counter() - started
+            self._metrics.observe(scope["method"], scope["path"], status, elapsed)
+
+    async def _answer(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> int:
+        """Answer the request; its status, or 0 when the client left before it was read."""
         try:
             if scope["method"] not in endpoint.methods:
                 allow = ", ".join(sorted(endpoint.methods))
@@ -100,13 +114,14 @@ class AgentFront:
             reply = await endpoint.handler(self._state.fleet, AgentRequest(scope, receive))
         except ProblemError as exc:
             await problem_response(exc, scope["path"])(scope, receive, send)
-            return
+            return exc.status
         except ClientGone:
-            return
+            return 0
         except Exception:
             log.exception("unhandled error in %s %s", scope["method"], scope["path"])
             await problem_response(InternalError(), scope["path"])(scope, receive, send)
-            return
+            return InternalError.status
         headers = [*reply.headers, (b"content-length", str(len(reply.body)).encode())]
         await send({"type": "http.response.start", "status": reply.status, "headers": headers})
         await send({"type": "http.response.body", "body": reply.body})
+        return reply.status
