@@ -52,6 +52,7 @@ from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from platformkit.db.embedded import EmbeddedPostgres
 from platformkit.db.scope import tenant_transaction
+from platformkit.http.serve import child_preexec
 from platformkit.nats.embedded import EmbeddedNats
 from wirekit import canonical_json
 
@@ -196,7 +197,12 @@ class Deployment:
         command += ["--workers", str(self.workers)]
         with (self.root / "gateway.log").open("wb") as log:
             self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-                command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                command,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=child_preexec(),  # a killed bench takes its gateway with it
             )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from platformkit.http.serve import child_preexec
 
 from strataplane import db
 
@@ -106,7 +107,10 @@ def start_simulator(
         "--report-every",
         str(interval),
     ]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)  # noqa: S603
+    # the simulator ends with the bench, even when the bench is killed
+    return subprocess.Popen(  # noqa: S603
+        command, stdout=subprocess.PIPE, text=True, preexec_fn=child_preexec()
+    )
 
 
 def credentials_file(rows: list[tuple[Any, str, str]]) -> Path:
