@@ -72,8 +72,11 @@ def simulate_telegraf(
     version: Annotated[str, typer.Option(help="Telegraf version to report.")] = "1.39.1",
 ) -> None:
     """Run N simulated Telegraf instances; print a JSON line of rates and latency per window."""
+    from platformkit.gc_thresholds import tune_for_serving
+
     from strataplane.simulate.fleet import run_fleet
 
+    tune_for_serving()  # thousands of long-lived simulated agents: the same pauses as a server
     pairs = [(str(i), str(t)) for i, t in json.loads(credentials.read_text())]
     pairs = pairs[:agents] if agents else pairs
     asyncio.run(

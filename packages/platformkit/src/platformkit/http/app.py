@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 
+from platformkit.gc_thresholds import tune_for_serving
 from platformkit.http.handlers import exception_handlers
 from platformkit.http.health import Readiness, ReadinessCheck, healthz
 from platformkit.http.idempotency.capture import IdempotencyMiddleware
@@ -37,8 +38,10 @@ def install(
     """Give ``app`` the kernel's middleware, error handling and operational routes.
 
     Call before the app serves its first request. Returns the readiness registry (also reachable
-    through :func:`add_readiness_check`).
+    through :func:`add_readiness_check`). The process gets the collector thresholds of a
+    long-running server (:mod:`platformkit.gc_thresholds`).
     """
+    tune_for_serving()
     readiness = Readiness(readiness_checks, timeout=readiness_timeout)
     setattr(app.state, _STATE_KEY, readiness)
     for exc_class, handler in exception_handlers().items():
