@@ -53,13 +53,9 @@ async def claim_id(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row |
     two concurrent requests with the same envelope (a client's retry while the first is still
     running, a CLI and its sidecar sending one outbox row) would both insert. The second now
     waits for the first to commit or roll back, then sees its row and answers a replay."""
-    async with conn.pipeline():  # two statements, one round trip; the lookup runs after the lock
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (id_lock_key(tenant_id, msg_id),))
-        cur = await conn.execute(
-            f"{SELECT} WHERE m.tenant_id = %s AND m.id = %s AND m.accepted_at >= %s",
-            (tenant_id, msg_id, uuid7_time(msg_id) - ID_SLACK),
-        )
-    return await cur.fetchone()
+    # Inside the send's pipelined transaction the lock and the lookup share one round trip.
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (id_lock_key(tenant_id, msg_id),))
+    return await find_message(conn, tenant_id, msg_id)
 
 
 async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
