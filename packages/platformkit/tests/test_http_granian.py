@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,12 @@ def make_app() -> FastAPI:
     async def item(item_id: int) -> dict[str, int]:
         looked_up.inc()
         return {"id": item_id}
+
+    @app.post("/wedge")
+    async def wedge() -> dict[str, bool]:
+        # A worker that cannot finish exiting: Python waits for non-daemon threads at exit.
+        threading.Thread(target=threading.Event().wait, daemon=False).start()
+        return {"wedged": True}
 
     return app
 
@@ -75,6 +82,24 @@ async def test_two_workers_serve_health_and_metrics_over_tcp(tmp_path: Path) -> 
     assert {r["route"] for r in access} == {"/items/{item_id}"}  # probes are debug-level
     assert all(r["request_id"] for r in access)
     assert any(r["logger"] == "_granian" for r in records)
+
+
+def test_a_worker_that_hangs_on_stop_is_killed_and_the_server_exits(tmp_path: Path) -> None:
+    port = free_port()
+    server = start_server(
+        TARGET,
+        port=port,
+        factory=True,
+        working_dir=HERE,
+        log_file=tmp_path / "granian.log",
+        workers_kill_timeout=2,
+    )
+    server.wait_ready()
+    assert httpx.post(f"http://127.0.0.1:{port}/wedge").json() == {"wedged": True}
+    started = time.monotonic()
+    assert server.stop(timeout=20) == 0
+    assert time.monotonic() - started < 10
+    assert "refused to gracefully stop" in (tmp_path / "granian.log").read_text()
 
 
 def _serve_in_a_child(tmp_path: Path, port: int, code: str) -> subprocess.Popen[bytes]:

@@ -32,6 +32,11 @@ __all__ = ["Server", "import_path", "serve", "start_server"]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
+# Seconds granian gives a worker to stop after SIGTERM before it kills it. granian's own default
+# is to wait forever, and a worker can deadlock while its runtime shuts down; a server that
+# never exits on SIGTERM is worse than one whose stuck worker is killed.
+WORKERS_KILL_TIMEOUT = 10
+
 
 def import_path(target: str | Callable[[], Any]) -> tuple[str, bool]:
     """``("module:attr", is_factory)`` for an import string or a module-level factory."""
@@ -71,8 +76,9 @@ class Server:
         finally:
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
-    def stop(self, timeout: float = 15.0) -> int:
-        """SIGTERM (granian drains and stops its workers), then SIGKILL after ``timeout``."""
+    def stop(self, timeout: float = WORKERS_KILL_TIMEOUT + 10.0) -> int:
+        """SIGTERM (granian drains and stops its workers, killing any that hang), then SIGKILL
+        after ``timeout``."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -95,12 +101,14 @@ def start_server(
     log_file: Path | None = None,
     backlog: int | None = None,
     backpressure: int | None = None,
+    workers_kill_timeout: int = WORKERS_KILL_TIMEOUT,
 ) -> Server:
     """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting.
 
     ``backlog`` is the listen queue, ``backpressure`` the requests one worker serves at once
     (granian's default, backlog / workers, is small for servers whose clients each keep a
-    connection open, such as a fleet of polling agents)."""
+    connection open, such as a fleet of polling agents). ``workers_kill_timeout`` bounds how
+    long a worker may take to stop on SIGTERM before granian kills it."""
     path, is_factory = import_path(target)
     runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
     log_config = runtime / "logging.json"
@@ -126,6 +134,8 @@ def start_server(
         "--log-config",
         str(log_config),
         "--no-access-log",
+        "--workers-kill-timeout",
+        str(workers_kill_timeout),
     ]
     if backlog is not None:
         command += ["--backlog", str(backlog)]
