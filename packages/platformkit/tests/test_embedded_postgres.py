@@ -56,6 +56,15 @@ def test_listens_on_tcp_and_unix_socket(server: EmbeddedPostgres) -> None:
         assert row[0].startswith("127.0.0.1")
 
 
+def test_is_configured_for_sustained_writes(server: EmbeddedPostgres) -> None:
+    with psycopg.connect(server.start(), autocommit=True) as conn:
+        settings = conn.execute(
+            "SELECT current_setting('max_wal_size'), current_setting('checkpoint_timeout'),"
+            " current_setting('shared_buffers')"
+        ).fetchone()
+    assert settings == ("4GB", "15min", "256MB")
+
+
 def test_configured_url_starts_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLATFORMKIT_PG_DATA", str(tmp_path / "never"))
     url = "postgresql://someone@db.invalid:5432/app"
