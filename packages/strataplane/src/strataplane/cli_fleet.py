@@ -95,7 +95,14 @@ def simulate_telegraf(
 @bench_app.command("fleet")
 def bench_fleet(
     agents: Annotated[int, typer.Option(help="Simulated Telegraf instances.")] = 10_000,
-    interval: Annotated[float, typer.Option(help="Poll and heartbeat interval, s.")] = 10.0,
+    interval: Annotated[float, typer.Option(help="HEAD watch interval, s.")] = 10.0,
+    heartbeat_interval: Annotated[
+        float | None,
+        typer.Option(
+            help="outputs.heartbeat interval, s (default: half the watch interval; a first "
+            "heartbeat comes one interval after a reload)."
+        ),
+    ] = None,
     workers: Annotated[int, typer.Option(help="Server worker processes.")] = 1,
     connections: Annotated[int, typer.Option(help="Simulator keep-alive connections.")] = 500,
     database_url: Annotated[str | None, typer.Option(envvar="STRATAPLANE_DATABASE_URL")] = None,
@@ -103,7 +110,7 @@ def bench_fleet(
     """Serve, seed a fleet, poll it from a simulator process, merge, and time the apply."""
     from strataplane.simulate.bench_run import run
 
-    for line in run(agents, interval, workers, connections, database_url):
+    for line in run(agents, interval, workers, connections, database_url, heartbeat_interval):
         sys.stdout.write(json.dumps(line) + "\n")
 
 

@@ -37,10 +37,10 @@ GROUPS = 50
 DATABASE = "strataplane_bench"
 
 
-def spec_files(interval: float, percpu: str) -> dict[str, str]:
-    seconds = f"{max(1, round(interval))}s"
+def spec_files(heartbeat_interval: float, percpu: str) -> dict[str, str]:
+    every = f"{max(1, round(heartbeat_interval * 1000))}ms"
     files = {
-        "settings.toml": f'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "{seconds}"\n',
+        "settings.toml": f'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "{every}"\n',
         "routes/influx.toml": 'agentKind = "telegraf"\nowner = "platform"\n\n'
         '[config.outputs.influxdb_v2.main]\nurls = ["https://influx.example.com"]\n',
         "layers/base.toml": 'agentKind = "telegraf"\nowner = "platform"\nroutes = ["influx"]\n\n'
