@@ -49,6 +49,7 @@ def test_module_apis_are_locked() -> None:
         "normalize_keys",
         "redact",
         "redact_text",
+        "redacted_json_flags",
     ]
     assert "FrameVerifier" in z4j_agent.protocol.__all__
 

@@ -9,7 +9,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from z4j_agent.events import make_event, redact_event_data, redact_received_event_data
+from z4j_agent.events import (
+    make_event,
+    redact_event_data,
+    redact_received_event_data,
+    redact_received_events_data,
+)
 from z4j_agent.redaction import (
     REDACTED,
     RedactionLimits,
@@ -17,6 +22,7 @@ from z4j_agent.redaction import (
     is_redacted_json,
     redact,
     redact_text,
+    redacted_json_flags,
 )
 
 # Z4J_HYPOTHESIS_EXAMPLES raises the count for a deeper local run (8000 passes in ~3 min).
@@ -194,6 +200,35 @@ plain_values = st.recursive(
 def test_a_value_judged_redacted_is_its_own_redaction(value: Any) -> None:
     if is_redacted_json(value):
         assert redact(value) == value
+
+
+@SETTINGS
+@given(st.lists(st.one_of(received, plain_values), max_size=8))
+def test_a_batch_is_judged_as_each_value_alone(values: list[Any]) -> None:
+    assert redacted_json_flags(values) == [is_redacted_json(v) for v in values]
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.dictionaries(
+            st.one_of(any_text, st.just("traceback")), st.one_of(received, plain_values)
+        ),
+        max_size=6,
+    )
+)
+def test_a_received_batch_is_redacted_as_each_event_in_full(datas: list[dict[str, Any]]) -> None:
+    datas = json.loads(json.dumps(datas))
+    assert redact_received_events_data(datas) == [redact_event_data(d) for d in datas]
+
+
+def test_one_secret_in_a_batch_sends_only_its_event_down_the_full_path() -> None:
+    clean = [{"task_name": "app.tasks.add", "args": [n]} for n in range(3)]
+    leaky = {"kwargs": {"note": "Authorization: Bearer abcdefghijklmnop"}}
+    datas = json.loads(json.dumps([clean[0], leaky, clean[1], clean[2]]))
+    out = redact_received_events_data(datas)
+    assert [out[i] is datas[i] for i in range(4)] == [True, False, True, True]
+    assert out[1] == redact_event_data(datas[1])
 
 
 @SETTINGS

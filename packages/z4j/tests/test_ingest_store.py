@@ -83,3 +83,31 @@ async def test_any_batching_gives_the_same_tasks(brain_database: str, seed: int)
             "SELECT project_id = %s, count(*) FROM events GROUP BY 1 ORDER BY 1", (one,)
         ).fetchall()
     assert counts[0][1] == counts[1][1]  # duplicates stored once
+
+
+async def test_integers_beyond_64_bits_are_stored_exactly(brain_database: str) -> None:
+    project, huge = uuid.uuid4(), 10**30
+    event = {
+        "id": "e-huge",
+        "kind": "task.sent",
+        "task_id": "t-huge",
+        "occurred_at": T0.isoformat(),
+        "data": {"task_name": "x", "args": [huge], "kwargs": {"n": -huge}},
+    }
+    pool = await open_pool(brain_database, min_size=1, max_size=1)
+    try:
+        async with pool.connection() as conn:
+            await conn.execute("INSERT INTO projects (id, name) VALUES (%s, 'p')", (project,))
+        async with tenant_transaction(pool, SCOPE, project) as conn:
+            await write_folded(conn, project, None, fold_batch(project, [event]))
+    finally:
+        await pool.close()
+    with psycopg.connect(brain_database) as conn:
+        task = conn.execute(
+            "SELECT args_redacted, kwargs_redacted FROM tasks WHERE project_id = %s", (project,)
+        ).fetchone()
+        payload = conn.execute(
+            "SELECT payload -> 'args' FROM events WHERE project_id = %s", (project,)
+        ).fetchone()
+    assert task == ([huge], {"n": -huge})
+    assert payload == ([huge],)

@@ -12,11 +12,11 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from z4j_agent.redaction import RedactionLimits, is_redacted_json, redact, redact_text
+from z4j_agent.redaction import RedactionLimits, redact, redact_text, redacted_json_flags
 
 TASK_KINDS = frozenset(
     {
@@ -91,15 +91,29 @@ def redact_event_data(data: Mapping[str, Any], extra_keys: Iterable[str] = ()) -
 
 
 def redact_received_event_data(data: dict[str, Any]) -> dict[str, Any]:
-    """``redact_event_data`` of ``data`` fresh from ``json.loads``, as the brain applies it.
+    """``redact_event_data`` of ``data`` fresh from ``json.loads``, as the brain applies it."""
+    return redact_received_events_data([data])[0]
+
+
+def redact_received_events_data(datas: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``redact_event_data`` of each event's ``data`` fresh from ``json.loads``.
 
     Agents redact before sending, so most data arrives as its own redaction and is returned
-    as it is, without the walk; anything else is redacted in full.
+    as it is (the same object), judged for a whole batch at once without the walk; anything
+    else is redacted in full.
     """
-    traceback = data.get("traceback")
-    if (traceback is None or type(traceback) is str) and is_redacted_json(data, EVENT_LIMITS):
-        return data
-    return redact_event_data(data)
+    judged = [
+        i
+        for i, data in enumerate(datas)
+        if (tb := data.get("traceback")) is None or type(tb) is str
+    ]
+    kept = redacted_json_flags([datas[i] for i in judged], EVENT_LIMITS)
+    out = list(datas)
+    unchanged = {i for i, ok in zip(judged, kept, strict=True) if ok}
+    for i, data in enumerate(datas):
+        if i not in unchanged:
+            out[i] = redact_event_data(data)
+    return out
 
 
 def make_event(

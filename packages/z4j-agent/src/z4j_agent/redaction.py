@@ -15,7 +15,7 @@ import functools
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
@@ -39,6 +39,7 @@ __all__ = [
     "normalize_keys",
     "redact",
     "redact_text",
+    "redacted_json_flags",
 ]
 
 TRUNCATED = " ...[truncated]"
@@ -174,23 +175,49 @@ def is_redacted_json(value: Any, limits: RedactionLimits = DEFAULT_LIMITS) -> bo
     ``value`` must hold JSON types only: the encoder would turn a tuple or an int key into
     something else than ``redact`` makes of them.
     """
-    try:
-        text = _ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    if (
-        len(text) > limits.max_string
-        or text.count(_ITEM_SEP) >= limits.max_items
-        or text.count("[") + text.count("{") >= limits.max_depth
-        or may_hold_secret(text)
-    ):
-        return False
-    return _keys_kept(tuple(_ENCODED_KEY.findall(text)), limits.max_key)
+    return redacted_json_flags((value,), limits)[0]
+
+
+# Joins the encodings of a batch; any character would do, since the searches only look for
+# something and a joined text holds everything its parts hold.
+_BATCH_SEP = "\x03"
+
+
+def redacted_json_flags(
+    values: Sequence[Any], limits: RedactionLimits = DEFAULT_LIMITS
+) -> list[bool]:
+    """``[is_redacted_json(v, limits) for v in values]``, with the searches done once.
+
+    The size bounds are checked on each value's encoding; the secret search and the keys are
+    judged on the encodings joined: when the whole holds nothing, no part does. Only a batch
+    where something turns up is judged value by value.
+    """
+    texts: list[str | None] = []
+    for value in values:
+        try:
+            text = _ENCODER.encode(value)
+        except (TypeError, ValueError, RecursionError):
+            texts.append(None)
+            continue
+        too_big = (
+            len(text) > limits.max_string
+            or text.count(_ITEM_SEP) >= limits.max_items
+            or text.count("[") + text.count("{") >= limits.max_depth
+        )
+        texts.append(None if too_big else text)
+    whole = _BATCH_SEP.join(t for t in texts if t is not None)
+    if _holds_nothing(whole, limits.max_key):
+        return [t is not None for t in texts]
+    return [t is not None and _holds_nothing(t, limits.max_key) for t in texts]
+
+
+def _holds_nothing(text: str, max_key: int) -> bool:
+    return not may_hold_secret(text) and _keys_kept(frozenset(_ENCODED_KEY.findall(text)), max_key)
 
 
 @functools.lru_cache(maxsize=4096)
-def _keys_kept(keys: tuple[tuple[str, str], ...], limit: int) -> bool:
-    # Events of one kind share their keys, so whole key lists recur and are judged once. A
+def _keys_kept(keys: frozenset[tuple[str, str]], limit: int) -> bool:
+    # Events of one kind share their keys, so whole key sets recur and are judged once. A
     # sensitive key passes only when its value already reads REDACTED.
     return not any(
         "\\" in key or len(key) > limit or (not masked and _sensitive(key, ()))

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from z4j_agent.events import redact_received_event_data
+from z4j_agent.events import redact_received_events_data
 from z4j_agent.protocol import parse_ts
 
 from z4j.domain.taskstate import UNKNOWN_ATTEMPT, Claim, TaskState, finished_at, winner
-from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, map_task_event
+from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, Mapping, map_task_event
 
 _MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_task_id": 200}
 
@@ -139,6 +139,7 @@ def _error(data: dict[str, Any]) -> dict[str, Any]:
 def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
     """Validate, redact and fold wire events; malformed ones are counted as rejected."""
     out = Folded()
+    valid: list[tuple[Mapping, datetime, str, str, dict[str, Any], Any]] = []
     for raw in events:
         try:
             kind = raw["kind"]
@@ -168,8 +169,11 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             else:
                 out.rejected += 1
             continue
-        data = redact_received_event_data(data)
-        engine_task_id = engine_task_id[:200]
+        valid.append((mapping, at, engine_task_id[:200], event_id[:200], data, raw))
+    redacted = redact_received_events_data([v[4] for v in valid])
+    for (mapping, at, engine_task_id, event_id, _sent, raw), data in zip(
+        valid, redacted, strict=True
+    ):
         row = out.tasks.get(engine_task_id)
         if row is None:
             engine = str(raw.get("engine") or "celery")[:40]
@@ -178,13 +182,7 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
         _fold_task(row, mapping.state, at, data)
         if mapping.event_type is not None:
             out.events.append(
-                EventRow(
-                    scoped_id_text(project_id, event_id[:200]),
-                    row.id,
-                    mapping.event_type,
-                    at,
-                    data,
-                )
+                EventRow(scoped_id_text(project_id, event_id), row.id, mapping.event_type, at, data)
             )
         out.accepted += 1
     return out

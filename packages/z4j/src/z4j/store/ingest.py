@@ -1,7 +1,7 @@
 """Bulk writes of folded event batches: one statement for tasks, one for events.
 
 Both statements take their rows as one JSON document (``jsonb_to_recordset``), so a batch of
-thousands of events costs two round trips and one ``json.dumps`` each. The task upsert applies
+thousands of events costs two round trips and one JSON encoding each. The task upsert applies
 the same ordering rule as ``z4j.domain.taskstate``: the state claim with the greater
 (settled, attempt, agent time, rank) key wins, so replays and late arrivals never move a task
 backwards.
@@ -9,9 +9,12 @@ backwards.
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime
+from typing import Any
 
+import orjson
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
@@ -68,6 +71,16 @@ ON CONFLICT (id) DO NOTHING
 """
 
 
+def _dumps(rows: Any) -> bytes | str:
+    """The rows document as JSON: orjson, about ten times faster on a batch than the standard
+    encoder, which still takes what orjson refuses (integers beyond 64 bits, which agents may
+    send in arguments)."""
+    try:
+        return orjson.dumps(rows)
+    except TypeError:
+        return json.dumps(rows)
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -103,7 +116,7 @@ async def write_folded(
             for t in tasks
         ]
         await conn.execute(
-            _UPSERT_TASKS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows)}
+            _UPSERT_TASKS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows, _dumps)}
         )
     if folded.events:
         # One JSON document for the whole column set: psycopg adapts it in a single dumps
@@ -119,5 +132,5 @@ async def write_folded(
             for e in folded.events
         ]
         await conn.execute(
-            _INSERT_EVENTS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows)}
+            _INSERT_EVENTS, {"project": project_id, "agent": agent_id, "rows": Jsonb(rows, _dumps)}
         )
