@@ -193,3 +193,29 @@ def test_unsigned_frames_and_secrets() -> None:
     for bad in ("", "not base64!", encode_secret(b"short")):
         with pytest.raises(ValueError, match="HMAC secret"):
             decode_secret(bad)
+
+
+def test_a_faster_encoder_is_tried_first_and_the_canonical_one_decides() -> None:
+    calls: list[str] = []
+
+    def right(value: Any) -> bytes:
+        calls.append("right")
+        return canonical_json(value)
+
+    def wrong(value: Any) -> bytes:
+        calls.append("wrong")
+        return b"{}"
+
+    def refuses(value: Any) -> bytes:
+        calls.append("refuses")
+        raise TypeError("cannot encode")
+
+    for faster in (right, wrong, refuses):
+        signer = FrameSigner(session())
+        verifier = FrameVerifier(session(), faster=faster)
+        assert verifier.verify(signer.sign("heartbeat", {"n": 1}))["payload"] == {"n": 1}
+        forged = signer.sign("heartbeat", {"n": 2})
+        forged["payload"] = {"n": 3}
+        with pytest.raises(FrameError, match="signature"):
+            verifier.verify(forged)
+    assert calls == ["right", "right", "wrong", "wrong", "refuses", "refuses"]

@@ -26,7 +26,7 @@ from z4j_agent.protocol import (
     Session,
 )
 
-from z4j import __version__
+from z4j import __version__, fastjson
 from z4j.brain import AGENT_TOKEN, Brain, signal_change
 from z4j.ingest.fold import fold_batch
 from z4j.store import agents as agent_store
@@ -71,7 +71,7 @@ class AgentSession:
             self.session_id,
         )
         self.signer = FrameSigner(session)
-        self.verifier = FrameVerifier(session)
+        self.verifier = FrameVerifier(session, faster=fastjson.canonical_candidate)
         self.greeted = False
 
     async def hello(self, frame: Any) -> dict[str, Any]:
