@@ -121,6 +121,9 @@ def run(
         threading.Thread(target=_reader, args=(sim.stdout, windows), daemon=True).start()
         in_sync = _AGENTS + "AND applied_revision_id = %s AND sync = 'in_sync'"
         bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120)
+        # One more interval before measuring: an agent in sync may still be new to one of
+        # the workers, whose first request for it looks its credential up in the database.
+        time.sleep(interval)
         mark = len(windows)
         before = _cpu(server.process.pid, sim.pid)
         scraped = server_latency.scrape(base)

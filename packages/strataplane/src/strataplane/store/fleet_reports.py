@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from platformkit import fastjson
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
@@ -87,7 +88,7 @@ async def write_reports(conn: Conn, tenant_id: UUID, updates: Sequence[ReportUpd
         "applied": [u.applied_artifact for u in updates],
         "arev": [u.applied_revision_id for u in updates],
         "achg": [u.applied_changed for u in updates],
-        "facts": [Jsonb(u.facts) for u in updates],
+        "facts": [Jsonb(u.facts, fastjson.dumps) for u in updates],
     }
     await conn.execute(
         "UPDATE agent_instance a SET last_seen_at = greatest(a.last_seen_at, v.seen), "
@@ -135,7 +136,7 @@ async def insert_logs(
         return
     # COPY is refused under row-level security: one INSERT over arrays instead
     columns = [[row[i] for row in logs] for i in range(6)]
-    attrs = [Jsonb(row[6]) if row[6] is not None else None for row in logs]
+    attrs = [Jsonb(row[6], fastjson.dumps) if row[6] is not None else None for row in logs]
     await conn.execute(
         "INSERT INTO agent_log_entry (tenant_id, agent_instance_id, ts, level, source, "
         "instance_key, message, attributes) SELECT %s, * FROM unnest(%b::uuid[], "

@@ -11,6 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from platformkit import fastjson
 from platformkit.ids import uuid7
 from platformkit.tokens import InvalidTokenError, parse_token
 from z4j_agent.protocol import (
@@ -26,7 +27,7 @@ from z4j_agent.protocol import (
     Session,
 )
 
-from z4j import __version__, fastjson
+from z4j import __version__
 from z4j.brain import AGENT_TOKEN, Brain, signal_change
 from z4j.ingest.fold import fold_batch
 from z4j.store import agents as agent_store

@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
+from platformkit import fastjson
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
-from z4j import fastjson
 from z4j.domain.taskstate import UNKNOWN_ATTEMPT
 from z4j.ingest.fold import Folded
 
