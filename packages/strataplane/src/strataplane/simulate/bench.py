@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,10 +62,20 @@ def _count(url: str, sql: str, params: tuple[Any, ...]) -> int:
     return int(row[0]) if row else 0
 
 
-def wait_for(url: str, sql: str, params: tuple[Any, ...], want: int, timeout: float) -> float:
-    """Seconds until ``sql`` counts ``want`` rows (raises TimeoutError)."""
+def wait_for(
+    url: str,
+    sql: str,
+    params: tuple[Any, ...],
+    want: int,
+    timeout: float,
+    stalled: Callable[[], str | None] = lambda: None,
+) -> float:
+    """Seconds until ``sql`` counts ``want`` rows. Raises TimeoutError, or RuntimeError as soon
+    as ``stalled`` names a reason the count cannot get there."""
     started = time.monotonic()
     while _count(url, sql, params) < want:
+        if (reason := stalled()) is not None:
+            raise RuntimeError(reason)
         if time.monotonic() - started > timeout:
             raise TimeoutError(f"{sql} did not reach {want} in {timeout}s")
         time.sleep(0.05)

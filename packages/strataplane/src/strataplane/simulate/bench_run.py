@@ -120,7 +120,18 @@ def run(
         assert sim.stdout is not None
         threading.Thread(target=_reader, args=(sim.stdout, windows), daemon=True).start()
         in_sync = _AGENTS + "AND applied_revision_id = %s AND sync = 'in_sync'"
-        bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120)
+
+        def stalled() -> str | None:
+            if sim.poll() is not None:
+                return f"the simulator exited with status {sim.returncode}"
+            if len(windows) >= 3 and not any(int(w["requests"]) for w in windows[-3:]):
+                return (
+                    "the simulator completed no request in 3 intervals; see the server log "
+                    + str(log)
+                )
+            return None
+
+        bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120, stalled)
         # One more interval before measuring: an agent in sync may still be new to one of
         # the workers, whose first request for it looks its credential up in the database.
         time.sleep(interval)
@@ -140,9 +151,10 @@ def run(
             (*t, second),
             agents,
             20 * interval + 120,
+            stalled,
         )
         served = time.monotonic() - merged_at
-        bench.wait_for(url, in_sync, (*t, second), agents, 20 * interval + 120)
+        bench.wait_for(url, in_sync, (*t, second), agents, 20 * interval + 120, stalled)
         applied = time.monotonic() - merged_at
         creds.unlink()
         log.unlink(missing_ok=True)  # kept only when the run failed
