@@ -102,18 +102,20 @@ def redact_received_events_data(datas: Sequence[dict[str, Any]]) -> list[dict[st
     as it is (the same object), judged for a whole batch at once without the walk; anything
     else is redacted in full.
     """
-    judged = [
-        i
-        for i, data in enumerate(datas)
-        if (tb := data.get("traceback")) is None or type(tb) is str
+    judgeable = [_plain_traceback(data) for data in datas]
+    judged = [data for data, j in zip(datas, judgeable, strict=True) if j]
+    kept = iter(redacted_json_flags(judged, EVENT_LIMITS))
+    # one flag per judgeable event, in order; the others never ask for one
+    return [
+        data if j and next(kept) else redact_event_data(data)
+        for data, j in zip(datas, judgeable, strict=True)
     ]
-    kept = redacted_json_flags([datas[i] for i in judged], EVENT_LIMITS)
-    out = list(datas)
-    unchanged = {i for i, ok in zip(judged, kept, strict=True) if ok}
-    for i, data in enumerate(datas):
-        if i not in unchanged:
-            out[i] = redact_event_data(data)
-    return out
+
+
+def _plain_traceback(data: dict[str, Any]) -> bool:
+    # a traceback that is not text is redacted in full (it becomes text)
+    traceback = data.get("traceback")
+    return traceback is None or type(traceback) is str
 
 
 def make_event(

@@ -205,9 +205,11 @@ def redacted_json_flags(
             or text.count("[") + text.count("{") >= limits.max_depth
         )
         texts.append(None if too_big else text)
-    whole = _BATCH_SEP.join(t for t in texts if t is not None)
-    if _holds_nothing(whole, limits.max_key):
+    present = [t for t in texts if t is not None]
+    if _holds_nothing(_BATCH_SEP.join(present), limits.max_key):
         return [t is not None for t in texts]
+    if len(present) == 1:  # the whole was that one text: judged already
+        return [False] * len(texts)
     return [t is not None and _holds_nothing(t, limits.max_key) for t in texts]
 
 
