@@ -222,6 +222,26 @@ def test_a_received_batch_is_redacted_as_each_event_in_full(datas: list[dict[str
     assert redact_received_events_data(datas) == [redact_event_data(d) for d in datas]
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"password": "x"},
+        ["a{", {"password": "x"}],
+        {"a{": {"token": "x"}},
+        ["{", "\"{", {"api_key": "x"}],
+        {"note": "x\"}", "secret": "x"},
+        {'pass"word': "x"},
+        {"x\\": 1, "cookie": "x"},
+        [[], {}, [{"authorization": "x"}]],
+    ],
+)
+def test_a_sensitive_key_is_found_wherever_it_stands(value: Any) -> None:
+    # keys after strings that end in "{" or hold escapes, and in lists after other items
+    value = json.loads(json.dumps(value))
+    assert not is_redacted_json(value)
+    assert redacted_json_flags([{"n": 1}, value]) == [True, False]
+
+
 def test_one_secret_in_a_batch_sends_only_its_event_down_the_full_path() -> None:
     clean = [{"task_name": "app.tasks.add", "args": [n]} for n in range(3)]
     leaky = {"kwargs": {"note": "Authorization: Bearer abcdefghijklmnop"}}

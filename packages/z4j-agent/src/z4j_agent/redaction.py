@@ -151,10 +151,14 @@ def _safe_repr(value: Any) -> str:
 
 
 # Separators no JSON-encoded string can contain (control characters are always escaped), so in
-# such an encoding ":" and "=" appear only inside strings, and a key is a string before _KEY_SEP.
-# Each match is (key, the encoded value if it is exactly REDACTED, else "").
+# such an encoding a key is a string right after "{" or _ITEM_SEP and right before _KEY_SEP.
+# Each match is (key, the encoded value if it is exactly REDACTED, else ""). Starting only after
+# "{" or _ITEM_SEP, with the string's body as runs between escapes, the search spends its time in
+# keys rather than stepping through every character of every value.
 _ITEM_SEP, _KEY_SEP = "\x01", "\x02"
-_ENCODED_KEY = re.compile(r'"((?:[^"\\]|\\.)*+)"\x02(' + re.escape(json.dumps(REDACTED)) + ")?")
+_ENCODED_KEY = re.compile(
+    r'[{\x01]"([^"\\]*+(?:\\.[^"\\]*+)*+)"\x02(' + re.escape(json.dumps(REDACTED)) + ")?"
+)
 _ENCODER = json.JSONEncoder(
     separators=(_ITEM_SEP, _KEY_SEP),
     ensure_ascii=True,  # non-ASCII keys show a backslash and take the slow path
