@@ -1,5 +1,6 @@
 """conversations.participants, message_count and last_message_at follow messages inserts
-(the trigger the model names), inside the tenant's scope as the gateway role."""
+(the trigger the model names), inside the tenant's scope as the gateway role, when the inserting
+transaction commits."""
 
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ async def test_message_insert_updates_its_conversation(
         await conn.execute(
             INSERT, {"id": uuid7(), "frm": agent, "to": there, "at": now - timedelta(minutes=1)}
         )
+    async with tenant_transaction(agentbus_app_pool, db.SCOPE, tenant) as conn:
         after = await (
             await conn.execute(
                 "SELECT participants, message_count, last_message_at FROM conversations"
@@ -48,3 +50,23 @@ async def test_message_insert_updates_its_conversation(
     assert after["participants"] == [agent, other, there]
     assert after["message_count"] == 4
     assert after["last_message_at"] == now
+
+
+async def test_an_open_send_does_not_hold_up_another_to_the_same_conversation(
+    agentbus_db: str, agentbus_app_pool: Pool
+) -> None:
+    tenant, _ = await seed_tenant(agentbus_db, "tenant-a")
+    now = datetime.now(UTC)
+    async with tenant_transaction(agentbus_app_pool, db.SCOPE, tenant) as first:
+        agent = (await (await first.execute("SELECT started_by FROM conversations")).fetchone())[
+            "started_by"
+        ]
+        await first.execute(INSERT, {"id": uuid7(), "frm": agent, "to": agent, "at": now})
+        # still open: the second insert must not wait for this transaction's conversation lock
+        async with tenant_transaction(agentbus_app_pool, db.SCOPE, tenant) as second:
+            await second.execute("SET LOCAL lock_timeout = '500ms'")
+            await second.execute(INSERT, {"id": uuid7(), "frm": agent, "to": agent, "at": now})
+    async with tenant_transaction(agentbus_app_pool, db.SCOPE, tenant) as conn:
+        row = await (await conn.execute("SELECT message_count FROM conversations")).fetchone()
+    assert row is not None
+    assert row["message_count"] == 3

@@ -23,3 +23,23 @@ async def test_renders_tables_columns_and_policies(
     assert "schema_migrations" not in first
     assert first != second
     assert "notes_body" in second
+
+
+async def test_triggers_are_listed_with_their_timing_and_not_as_constraints(
+    fresh_database: str, kit_migrator: Migrator
+) -> None:
+    await kit_migrator.migrate(fresh_database)
+    with psycopg.connect(fresh_database) as conn:
+        conn.execute(
+            "CREATE FUNCTION notes_touch() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN RETURN NULL; END $$"
+        )
+        conn.execute(
+            "CREATE CONSTRAINT TRIGGER notes_touch AFTER INSERT ON notes"
+            " DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION notes_touch()"
+        )
+        conn.commit()
+        doc = render(conn, ["public"], "kit")
+    assert "Triggers:" in doc
+    assert "CONSTRAINT TRIGGER notes_touch AFTER INSERT ON public.notes DEFERRABLE" in doc
+    assert "- TRIGGER" not in doc

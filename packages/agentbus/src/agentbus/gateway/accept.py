@@ -1,7 +1,7 @@
 """Accepting a validated send (05-DELIVERY-SEMANTICS §3 steps 3-7): seal and store the payload,
 insert the conversation (if new), the ``messages`` row and the task rows in one transaction,
 then, after the commit, publish, and record the sequence and the signed receipt in one more
-(pipelined) transaction.
+statement, its own transaction.
 
 ``send_envelope`` runs ``insert_send`` in the same transaction that validated the envelope (a
 refused envelope raises before anything is stored, and the rollback leaves nothing behind). A
@@ -14,7 +14,6 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
-from agentbus.db import pipelined_transaction
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
@@ -84,11 +83,11 @@ async def insert_send(
 
 async def finish_send(gw: Gateway, send: PendingSend, task: dict[str, Any] | None) -> SendResult:
     """Steps 5-7 after the commit of the ``messages`` row: publish, then record the sequence
-    and the signed receipt in one transaction."""
+    and the signed receipt in one statement."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
     seq = await publish_message(gw, send.message, record_seq=False)
-    async with pipelined_transaction(gw.pool, tid) as conn:
-        # BEGIN, scope, one statement for sequence and receipt, COMMIT: one round trip
+    async with gw.pool.connection() as conn:
+        # one statement, its own transaction: it scopes itself to the tenant (record_receipt)
         receipt = await issue_receipt(
             conn, gw.signing, tid, env.msg_id, seq, principal.token_id,
             message_accepted_at=send.message["accepted_at"],

@@ -5,10 +5,10 @@ and data, expiry, recipient and ``replyto``, conversation, task rules, policy, s
 nothing is written for a refused envelope. Then, in the same transaction, the payload is sealed
 and stored and the conversation (if new), the ``messages`` row and the task rows are inserted;
 only after the commit the message is published (``Nats-Msg-Id`` = its id), and the sequence and
-a signed receipt are recorded in one more transaction.
+a signed receipt are recorded by one more statement (``record_receipt``, its own transaction).
 A repeat of an accepted id takes the replay path (``replay.replay_send``).
 
-Both transactions run in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
+The transaction runs in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
 scope and statements whose results are not needed yet share round trips; the sender's key, the
 tenant and the recipient come from ``gw.directory`` (one-second copies).
 """

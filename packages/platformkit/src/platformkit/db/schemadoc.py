@@ -28,7 +28,11 @@ WHERE a.attrelid = %s AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
 """
 _CONSTRAINTS = """
 SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint
-WHERE conrelid = %s AND contype <> 'n' ORDER BY contype, pg_get_constraintdef(oid)
+WHERE conrelid = %s AND contype NOT IN ('n', 't') ORDER BY contype, pg_get_constraintdef(oid)
+"""
+_TRIGGERS = """
+SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger
+WHERE tgrelid = %s AND NOT tgisinternal AND tgparentid = 0 ORDER BY tgname
 """
 _INDEXES = """
 SELECT i.relname AS name, pg_get_indexdef(x.indexrelid) AS def
@@ -80,6 +84,9 @@ def render(conn: psycopg.Connection[Any], schemas: Sequence[str], title: str) ->
         constraints = _rows(conn, _CONSTRAINTS, [oid])
         if constraints:
             out += ["Constraints:", ""] + [f"- {c}" for (c,) in constraints] + [""]
+        triggers = _rows(conn, _TRIGGERS, [oid])
+        if triggers:
+            out += ["Triggers:", ""] + [f"- `{t}`" for (t,) in triggers] + [""]
         indexes = _rows(conn, _INDEXES, [oid])
         if indexes:
             out += ["Indexes:", ""] + [f"- {n}: `{d}`" for n, d in indexes] + [""]

@@ -25,10 +25,11 @@ async def insert_receipt(
     signature: bytes,
     message_accepted_at: datetime | None = None,
 ) -> Row:
-    """The stored row, built from the values (no ``RETURNING``: nothing to wait for, so in a
-    pipelined transaction the insert shares the round trip of the commit). With the message's
-    ``message_accepted_at`` and a ``stream_seq``, the same statement also writes the sequence
-    into the ``messages`` row where it is still NULL (05 §3 step 6), as the send path does."""
+    """The stored row, built from the values, written by ``record_receipt`` (migration 0007),
+    which sets the tenant scope itself: one statement on an autocommit connection, or one more
+    statement inside the caller's transaction for the same tenant. With the message's
+    ``message_accepted_at`` and a ``stream_seq``, it also writes the sequence into the
+    ``messages`` row where it is still NULL (05 §3 step 6), as the send path does."""
     row = {
         "id": receipt_id,
         "tenant_id": tenant_id,
@@ -38,20 +39,11 @@ async def insert_receipt(
         "issued_at": issued_at,
         "signature": signature,
     }
-    insert = f"""INSERT INTO receipts ({COLUMNS})
-                 VALUES (%(id)s, %(tenant_id)s, %(msg_id)s, %(stream_seq)s, %(issued_to_token)s,
-                         %(issued_at)s, %(signature)s)"""
-    if message_accepted_at is None or stream_seq is None:
-        await conn.execute(insert, row)
-        return row
     await conn.execute(
-        f"""WITH seq AS (
-                UPDATE messages SET stream_seq = %(stream_seq)s
-                 WHERE tenant_id = %(tenant_id)s AND id = %(msg_id)s
-                   AND accepted_at = %(accepted_at)s AND stream_seq IS NULL)
-            {insert}""",
-        row | {"accepted_at": message_accepted_at},
-    )
+        "SELECT record_receipt(%s, %s, %s, %s, %s, %s, %s, %s)",
+        (tenant_id, receipt_id, msg_id, stream_seq, issued_to_token, issued_at, signature,
+         message_accepted_at),
+    )  # fmt: skip
     return row
 
 
