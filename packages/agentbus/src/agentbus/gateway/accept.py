@@ -29,6 +29,7 @@ def _row_values(send: PendingSend, payload_ref: str, dek_version: int) -> dict[s
     env = send.envelope
     assert send.recipient is not None
     assert send.conversation is not None
+    assert send.accepted_at is not None
     budget = env.data.get("budget") if env.type == TASK_REQUEST else None
     return {
         "id": env.msg_id,
@@ -54,6 +55,7 @@ def _row_values(send: PendingSend, payload_ref: str, dek_version: int) -> dict[s
         "payload_bytes": len(send.plaintext),
         "payload_sha256": send.payload_sha256,
         "dek_version": dek_version,
+        "accepted_at": send.accepted_at,
     }
 
 
@@ -73,9 +75,9 @@ async def insert_send(
             conn, env.conversation_id, send.sender, send.recipient, title
         )
     values = _row_values(send, payload_ref, dek_version)
-    inserted = await messages.insert_message(conn, tid, values)
+    await messages.insert_message(conn, tid, values)
     send.message = {
-        **values, **inserted, "tenant_id": tid, "status": "accepted", "stream_seq": None,
+        **values, "tenant_id": tid, "status": "accepted", "stream_seq": None,
         "from_address": principal.address, "to_subject": send.recipient["inbox_subject"],
     }  # fmt: skip
     return None if rules is None else await rules.apply(conn, send)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from platformkit.db.scope import Conn
@@ -39,6 +40,7 @@ class PendingSend:
     plaintext: bytes = b""
     payload_sha256: bytes = b""
     message: dict[str, Any] = field(default_factory=dict)
+    accepted_at: datetime | None = None  # the validating transaction's time
 
     @property
     def tenant_id(self) -> uuid.UUID:

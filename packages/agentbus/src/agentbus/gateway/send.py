@@ -73,7 +73,7 @@ async def _validate(
     conversation = await conversations.conversation_cursor(
         conn, principal.tenant_id, env.conversation_id
     )
-    existing = await messages.claim_id(conn, principal.tenant_id, env.msg_id)
+    existing, send.accepted_at = await messages.claim_id(conn, principal.tenant_id, env.msg_id)
     if existing is not None:
         return existing
     send.plaintext, send.payload_sha256 = check_type_and_data(env)

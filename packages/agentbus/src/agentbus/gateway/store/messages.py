@@ -26,17 +26,17 @@ SELECT = """SELECT m.*, a.address AS from_address, r.inbox_subject AS to_subject
 ID_SLACK = timedelta(minutes=5)
 
 
-async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> Row:
+async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> None:
+    """Insert the row; ``values`` carry ``accepted_at`` (the transaction's time, from
+    ``claim_id``), so nothing comes back and in a pipelined transaction the insert travels
+    with the COMMIT. A failure surfaces at the next fetch or at the end of the transaction."""
     names = list(values)
     params = [Jsonb(v) if n == "budget" and v is not None else v for n, v in values.items()]
-    cur = await conn.execute(
+    await conn.execute(
         f"""INSERT INTO messages (tenant_id, {", ".join(names)})
-            VALUES (%s, {", ".join(["%s"] * len(names))}) RETURNING id, accepted_at""",
+            VALUES (%s, {", ".join(["%s"] * len(names))})""",
         [tenant_id, *params],
     )
-    row = await cur.fetchone()
-    assert row is not None
-    return row
 
 
 def id_lock_key(tenant_id: uuid.UUID, msg_id: uuid.UUID) -> int:
@@ -46,16 +46,24 @@ def id_lock_key(tenant_id: uuid.UUID, msg_id: uuid.UUID) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-async def claim_id(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
-    """``find_message`` for a send, after locking the id until the end of the transaction.
+async def claim_id(
+    conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID
+) -> tuple[Row | None, datetime]:
+    """``find_message`` for a send, after locking the id until the end of the transaction; and
+    the transaction's time (``now()``, the default of ``accepted_at``) for the new row.
 
     ``messages`` is partitioned by ``accepted_at``, so no unique index can hold the id alone and
     two concurrent requests with the same envelope (a client's retry while the first is still
     running, a CLI and its sidecar sending one outbox row) would both insert. The second now
     waits for the first to commit or roll back, then sees its row and answers a replay."""
     # Inside the send's pipelined transaction the lock and the lookup share one round trip.
-    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (id_lock_key(tenant_id, msg_id),))
-    return await find_message(conn, tenant_id, msg_id)
+    lock = await conn.execute(
+        "SELECT pg_advisory_xact_lock(%s), now() AS now", (id_lock_key(tenant_id, msg_id),)
+    )
+    existing = await find_message(conn, tenant_id, msg_id)
+    locked = await lock.fetchone()  # arrived with the lookup's result
+    assert locked is not None
+    return existing, locked["now"]
 
 
 async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
