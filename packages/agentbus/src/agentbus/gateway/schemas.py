@@ -36,12 +36,53 @@ MAX_METADATA = 4096
 MAX_INT = 2**53 - 1
 
 
+def schema_of(type_name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(
+        (files("agentbus.gateway") / "schemas" / f"{type_name}.json").read_text()
+    )
+    return schema
+
+
+def inline_local_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with every ``{"$ref": "#/$defs/<name>"}`` replaced by the definition (siblings
+    of the ``$ref`` kept beside it under ``allOf``), and ``$defs`` dropped.
+
+    The same assertions in the same places, so the same errors at the same data paths, but the
+    validator no longer resolves a reference for every value it checks (about 100 µs against
+    30 µs for a short message). A definition that refers to itself keeps its ``$ref``."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+            target = walk(defs[ref.removeprefix("#/$defs/")], (*seen, ref))
+            rest = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**rest, "allOf": [target]} if rest else target
+        return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+
+    inlined: dict[str, Any] = walk(schema, ())
+    if any(isinstance(n, str) and n.startswith("#/$defs/") for n in _refs(inlined)):
+        inlined["$defs"] = defs  # a recursive definition still points into them
+    return inlined
+
+
+def _refs(node: Any) -> list[Any]:
+    if isinstance(node, list):
+        return [r for item in node for r in _refs(item)]
+    if isinstance(node, dict):
+        return [node.get("$ref")] + [r for v in node.values() for r in _refs(v)]
+    return []
+
+
 @cache
 def validator(type_name: str) -> Any:
-    text = (files("agentbus.gateway") / "schemas" / f"{type_name}.json").read_text()
-    schema = json.loads(text)
+    schema = schema_of(type_name)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return Draft202012Validator(inline_local_refs(schema))
 
 
 def _pointer(path: Any) -> str:

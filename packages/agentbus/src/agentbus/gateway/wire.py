@@ -30,8 +30,12 @@ def b64url_decode(text: str) -> bytes:
 
 def format_ts(moment: datetime) -> str:
     """``2026-10-12T09:30:00.123Z``: UTC, exactly three fractional digits (truncated)."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    # fields, not strftime: several per message on the hot path
+    m = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+    return (
+        f"{m.year:04d}-{m.month:02d}-{m.day:02d}T{m.hour:02d}:{m.minute:02d}:{m.second:02d}"
+        f".{m.microsecond // 1000:03d}Z"
+    )
 
 
 def parse_ts(text: str) -> datetime:
