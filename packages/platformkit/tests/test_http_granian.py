@@ -141,6 +141,32 @@ def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
     assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
 
 
+def test_a_second_sigterm_stops_serve_at_once(tmp_path: Path) -> None:
+    # The first signal is forwarded and granian waits for the wedged worker (up to its kill
+    # timeout, 10 s); the second is not forwarded but ends granian and its workers at once.
+    port = free_port()
+    code = (
+        "import sys\n"
+        "from platformkit.http import serve\n"
+        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
+    )
+    proc = _serve_in_a_child(tmp_path, port, code)
+    try:
+        assert httpx.post(f"http://127.0.0.1:{port}/wedge").json() == {"wedged": True}
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        assert proc.poll() is None  # still waiting for the wedged worker
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        assert time.monotonic() - started < 5
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
+
+
 def test_a_server_whose_parent_is_killed_stops_too(tmp_path: Path) -> None:
     # SIGKILL leaves the parent no chance to stop granian; the server must not live on as an
     # orphan holding the port.

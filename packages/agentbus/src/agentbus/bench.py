@@ -231,8 +231,13 @@ class Deployment:
             try:
                 self.process.wait(30)
             except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
+                # a second SIGTERM makes serve kill granian and its workers at once
+                os.killpg(self.process.pid, signal.SIGTERM)
+                try:
+                    self.process.wait(5)
+                except subprocess.TimeoutExpired:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                    self.process.wait()
         if self.nats_server is not None:
             self.nats_server.stop()
         if self.postgres is not None:

@@ -10,6 +10,7 @@ route templates). :func:`serve` forwards SIGINT and SIGTERM, waits, and removes 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -77,15 +78,21 @@ class Server:
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
     def stop(self, timeout: float = WORKERS_KILL_TIMEOUT + 10.0) -> int:
-        """SIGTERM (granian drains and stops its workers, killing any that hang), then SIGKILL
-        after ``timeout``."""
+        """SIGTERM (granian drains and stops its workers, killing any that hang), then
+        ``kill`` after ``timeout``."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                self.kill()
         return self.wait()
+
+    def kill(self) -> None:
+        """SIGKILL granian and its workers at once: the child leads a session of its own, so
+        its process group is granian and everything it started."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
 
 
 def start_server(
@@ -220,9 +227,20 @@ def serve(
 
         front = start_front(proxy_listen, (upstream_host(host), port), proxy_trusted)
 
+    # granian gets exactly one signal from us: its handler is not safe against a second one
+    # arriving while it runs (the main process can hang on its own lock), and a second
+    # SIGINT/SIGTERM here means "stop now", as a second Ctrl-C does elsewhere.
+    signalled = False
+
     def forward(signum: int, frame: FrameType | None) -> None:
-        if server.process.poll() is None:
-            server.process.send_signal(signum)
+        nonlocal signalled
+        if server.process.poll() is not None:
+            return
+        if signalled:
+            server.kill()
+            return
+        signalled = True
+        server.process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
