@@ -111,3 +111,30 @@ async def test_integers_beyond_64_bits_are_stored_exactly(brain_database: str) -
         ).fetchone()
     assert task == ([huge], {"n": -huge})
     assert payload == ([huge],)
+
+
+async def test_deleting_a_project_deletes_its_tasks_and_events(brain_database: str) -> None:
+    # events.project_id has no foreign key of its own: the task's cascade removes them.
+    project, other = uuid.uuid4(), uuid.uuid4()
+    events = random_events(random.Random(7), 12)
+    pool = await open_pool(brain_database, min_size=1, max_size=1)
+    try:
+        async with pool.connection() as conn:
+            for p in (project, other):
+                await conn.execute("INSERT INTO projects (id, name) VALUES (%s, %s)", (p, str(p)))
+        for p in (project, other):
+            async with tenant_transaction(pool, SCOPE, p) as conn:
+                await write_folded(conn, p, None, fold_batch(p, events))
+    finally:
+        await pool.close()
+    with psycopg.connect(brain_database) as conn:
+        conn.execute("DELETE FROM projects WHERE id = %s", (project,))
+        left = conn.execute(
+            "SELECT (SELECT count(*) FROM tasks WHERE project_id = %s),"
+            " (SELECT count(*) FROM events WHERE project_id = %s),"
+            " (SELECT count(*) FROM events WHERE project_id = %s)",
+            (project, project, other),
+        ).fetchone()
+    assert left is not None
+    assert left[:2] == (0, 0)
+    assert left[2] > 0
