@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -122,8 +124,10 @@ def _serve_in_a_child(tmp_path: Path, port: int, code: str) -> subprocess.Popen[
     return proc
 
 
-def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
-    port = free_port()
+@contextmanager
+def _serving(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``serve`` in a child that exits with its status; killed if a test leaves it running,
+    and its port must be closed afterwards."""
     code = (
         "import sys\n"
         "from platformkit.http import serve\n"
@@ -131,9 +135,7 @@ def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
     )
     proc = _serve_in_a_child(tmp_path, port, code)
     try:
-        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=20) == 0
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -141,17 +143,19 @@ def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
     assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
 
 
+def test_serve_forwards_sigterm_and_exits(tmp_path: Path) -> None:
+    port = free_port()
+    with _serving(tmp_path, port) as proc:
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+
+
 def test_a_second_sigterm_stops_serve_at_once(tmp_path: Path) -> None:
     # The first signal is forwarded and granian waits for the wedged worker (up to its kill
     # timeout, 10 s); the second is not forwarded but ends granian and its workers at once.
     port = free_port()
-    code = (
-        "import sys\n"
-        "from platformkit.http import serve\n"
-        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
-    )
-    proc = _serve_in_a_child(tmp_path, port, code)
-    try:
+    with _serving(tmp_path, port) as proc:
         assert httpx.post(f"http://127.0.0.1:{port}/wedge").json() == {"wedged": True}
         proc.send_signal(signal.SIGTERM)
         time.sleep(1.0)
@@ -160,11 +164,6 @@ def test_a_second_sigterm_stops_serve_at_once(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
         assert time.monotonic() - started < 5
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert not tcp_reachable("127.0.0.1", port, timeout=0.2)
 
 
 def test_a_server_whose_parent_is_killed_stops_too(tmp_path: Path) -> None:
