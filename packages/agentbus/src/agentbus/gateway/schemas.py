@@ -51,6 +51,7 @@ def inline_local_refs(schema: dict[str, Any]) -> dict[str, Any]:
     validator no longer resolves a reference for every value it checks (about 100 µs against
     30 µs for a short message). A definition that refers to itself keeps its ``$ref``."""
     defs = schema.get("$defs", {})
+    kept: set[str] = set()  # references left in place: recursive definitions
 
     def walk(node: Any, seen: tuple[str, ...]) -> Any:
         if isinstance(node, list):
@@ -58,24 +59,19 @@ def inline_local_refs(schema: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(node, dict):
             return node
         ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
-            target = walk(defs[ref.removeprefix("#/$defs/")], (*seen, ref))
-            rest = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
-            return {**rest, "allOf": [target]} if rest else target
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            if ref in seen:
+                kept.add(ref)
+            else:
+                target = walk(defs[ref.removeprefix("#/$defs/")], (*seen, ref))
+                rest = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+                return {**rest, "allOf": [target]} if rest else target
         return {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
 
     inlined: dict[str, Any] = walk(schema, ())
-    if any(isinstance(n, str) and n.startswith("#/$defs/") for n in _refs(inlined)):
+    if kept:
         inlined["$defs"] = defs  # a recursive definition still points into them
     return inlined
-
-
-def _refs(node: Any) -> list[Any]:
-    if isinstance(node, list):
-        return [r for item in node for r in _refs(item)]
-    if isinstance(node, dict):
-        return [node.get("$ref")] + [r for v in node.values() for r in _refs(v)]
-    return []
 
 
 @cache
