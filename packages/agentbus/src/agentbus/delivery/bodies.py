@@ -18,11 +18,11 @@ from agentbus.delivery.domain import (
     MAX_SETTLE_ITEMS,
     MAX_WAIT_S,
 )
-from agentbus.delivery.errors import BatchTooLarge
 from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.settle import Item, check
 from agentbus.errors import RequestInvalid
 from agentbus.gateway.bodies import Body
+from agentbus.gateway.errors import BatchTooLarge
 from agentbus.gateway.principals import AgentPrincipal
 
 BODY_MAX = 1024 * 1024

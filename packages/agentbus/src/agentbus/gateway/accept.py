@@ -1,7 +1,7 @@
 """Accepting a validated send (05-DELIVERY-SEMANTICS §3 steps 3-7): seal and store the payload,
 insert the conversation (if new), the ``messages`` row and the task rows in one transaction,
-then, after the commit, publish, and record the sequence and the signed receipt in one more
-statement, its own transaction.
+then, after the commit, publish, and record the sequences and the signed receipts in one more
+statement, its own transaction. A batch of sends shares both.
 
 ``send_envelope`` runs ``insert_send`` in the same transaction that validated the envelope (a
 refused envelope raises before anything is stored, and the rollback leaves nothing behind). A
@@ -10,6 +10,7 @@ concurrent twin with the same id waits on the id's lock taken during validation
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -18,11 +19,15 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.payloads import store_payload
+from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import publish_message
-from agentbus.gateway.receipts import issue_receipt
+from agentbus.gateway.receipts import ReceiptFor, issue_receipts
 from agentbus.gateway.schemas import MESSAGE, TASK_REQUEST
 from agentbus.gateway.store import messages
 from agentbus.gateway.views import ts
+
+Task = dict[str, Any] | None
+"""The ``task`` member of a send's response (None for a plain message)."""
 
 
 def _row_values(send: PendingSend, payload_ref: str, dek_version: int) -> dict[str, Any]:
@@ -83,27 +88,39 @@ async def insert_send(
     return None if rules is None else await rules.apply(conn, send)
 
 
-async def finish_send(gw: Gateway, send: PendingSend, task: dict[str, Any] | None) -> SendResult:
-    """Steps 5-7 after the commit of the ``messages`` row: publish, then record the sequence
-    and the signed receipt in one statement."""
-    env, principal, tid = send.envelope, send.principal, send.tenant_id
-    seq = await publish_message(gw, send.message, record_seq=False)
+async def finish_sends(
+    gw: Gateway, principal: AgentPrincipal, accepted: list[tuple[PendingSend, Task]]
+) -> list[SendResult]:
+    """Steps 5-7 after the commit of the ``messages`` rows: publish them all (in order, on one
+    NATS connection, without waiting for one PubAck before the next publish), then record every
+    sequence and signed receipt in one statement. ``accepted`` pairs a send with the response's
+    ``task`` member."""
+    seqs = await asyncio.gather(
+        *(publish_message(gw, send.message, record_seq=False) for send, _ in accepted)
+    )
+    items = [
+        ReceiptFor(send.envelope.msg_id, seq, send.message["accepted_at"])
+        for (send, _), seq in zip(accepted, seqs, strict=True)
+    ]
     async with gw.pool.connection() as conn:
-        # one statement, its own transaction: it scopes itself to the tenant (record_receipt)
-        receipt = await issue_receipt(
-            conn, gw.signing, tid, env.msg_id, seq, principal.token_id,
-            message_accepted_at=send.message["accepted_at"],
-        )  # fmt: skip
-    send.message["stream_seq"] = send.message.get("stream_seq") or seq
-    body: dict[str, Any] = {
-        "receipt": receipt,
-        "message": {
-            "id": env.raw["id"],
-            "status": "accepted",
-            "conversation": env.raw["conversation"],
-            "accepted_at": ts(send.message["accepted_at"]),
-        },
-    }
-    if task is not None:
-        body["task"] = task
-    return SendResult(202, body)
+        # one statement, its own transaction: it scopes itself to the tenant (record_receipts)
+        receipts = await issue_receipts(
+            conn, gw.signing, principal.tenant_id, principal.token_id, items
+        )
+    results = []
+    for (send, task), seq, receipt in zip(accepted, seqs, receipts, strict=True):
+        env = send.envelope
+        send.message["stream_seq"] = send.message.get("stream_seq") or seq
+        body: dict[str, Any] = {
+            "receipt": receipt,
+            "message": {
+                "id": env.raw["id"],
+                "status": "accepted",
+                "conversation": env.raw["conversation"],
+                "accepted_at": ts(send.message["accepted_at"]),
+            },
+        }
+        if task is not None:
+            body["task"] = task
+        results.append(SendResult(202, body))
+    return results

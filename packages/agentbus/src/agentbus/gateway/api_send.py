@@ -1,5 +1,6 @@
 """The agent hot path for sending (plain Starlette routes, outside OpenAPI): ``POST
-/v1/messages`` (04-API-SPEC §4.1) and ``GET /v1/messages/{msg}`` (§4.3, for the parties).
+/v1/messages`` (04-API-SPEC §4.1), ``POST /v1/messages/batch`` (§4.7) and ``GET
+/v1/messages/{msg}`` (§4.3, for the parties).
 
 ``read_send_body`` and ``send_response`` are what the typed task routes reuse: authenticate
 with ``authenticate_agent(gw, request, "send")``, read the body, call ``send.send_envelope``
@@ -8,18 +9,21 @@ with their ``TaskRules``, render the result.
 
 from __future__ import annotations
 
+from typing import Any
+
+from platformkit.http import problem_body
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from agentbus.errors import RequestInvalid
+from agentbus.errors import AgentBusError, RequestInvalid
 from agentbus.gateway.auth import authenticate_agent
 from agentbus.gateway.bodies import read_capped
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.envelope import SEND_BODY_MAX
+from agentbus.gateway.envelope import BATCH_BODY_MAX, SEND_BODY_MAX, parse_batch_body
 from agentbus.gateway.hooks import SendResult
 from agentbus.gateway.messages import read_message
-from agentbus.gateway.send import send_envelope
+from agentbus.gateway.send import send_batch, send_envelope
 
 
 async def read_send_body(request: Request) -> bytes:
@@ -39,6 +43,26 @@ async def post_message(request: Request) -> Response:
     return send_response(result)
 
 
+def _item(answer: SendResult | AgentBusError, instance: str) -> dict[str, Any]:
+    if isinstance(answer, AgentBusError):
+        return {"status": answer.status, "problem": problem_body(answer, instance)}
+    item: dict[str, Any] = {"status": answer.status, **answer.body}
+    if answer.replayed:
+        item["replayed"] = True
+    return item
+
+
+async def post_batch(request: Request) -> Response:
+    """Up to 100 envelopes; ``200`` with one result per envelope, in order (04 §4.7)."""
+    gw = get_gateway(request)
+    principal = await authenticate_agent(gw, request, "send")
+    raw = await read_capped(request, BATCH_BODY_MAX)
+    envelopes = parse_batch_body(raw, request.headers.get("content-type"))
+    answers = await send_batch(gw, principal, envelopes)
+    instance = request.url.path
+    return JSONResponse({"results": [_item(answer, instance) for answer in answers]})
+
+
 async def get_message(request: Request) -> Response:
     gw = get_gateway(request)
     principal = await authenticate_agent(gw, request)
@@ -53,5 +77,6 @@ async def get_message(request: Request) -> Response:
 
 routes = [
     Route("/v1/messages", post_message, methods=["POST"]),
+    Route("/v1/messages/batch", post_batch, methods=["POST"]),
     Route("/v1/messages/{msg_id}", get_message, methods=["GET"]),
 ]

@@ -25,6 +25,8 @@ from agentbus.gateway.wire import b64url_decode, format_ts, parse_ts, uuid7_time
 from agentbus.ids import InvalidId, parse_id
 
 SEND_BODY_MAX = 327680
+BATCH_MAX = 100
+BATCH_BODY_MAX = 4 * 1024 * 1024
 MEDIA_TYPES = ("application/cloudevents+json", "application/json")
 REQUIRED = (
     "specversion", "id", "source", "type", "time", "datacontenttype", "dataschema", "recipient",
@@ -79,20 +81,53 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def parse_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
+def _load(raw: bytes, content_type: str | None, media_types: tuple[str, ...]) -> Any:
     media = (content_type or "").split(";", 1)[0].strip().lower()
-    if media not in MEDIA_TYPES:
-        raise e.ContentTypeUnsupported("send application/cloudevents+json")
+    if media not in media_types:
+        raise e.ContentTypeUnsupported(f"send {media_types[0]}")
     try:
         body = json.loads(
             raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
         )
         canonical_json(body)  # lone surrogates and other non-text fail here, not at signing
     except (ValueError, UnicodeError, TypeError) as exc:
-        raise e.EnvelopeMalformed(f"the body is not a valid JSON envelope: {exc}") from None
-    if not isinstance(body, dict):
-        raise e.EnvelopeMalformed("the envelope is a JSON object")
+        raise e.EnvelopeMalformed(f"the body is not valid JSON for envelopes: {exc}") from None
     return body
+
+
+def parse_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
+    body = _load(raw, content_type, MEDIA_TYPES)
+    return check_object(body)
+
+
+def check_object(envelope: Any) -> dict[str, Any]:
+    """An envelope is a JSON object (AB-2001)."""
+    if not isinstance(envelope, dict):
+        raise e.EnvelopeMalformed("the envelope is a JSON object")
+    return envelope
+
+
+def parse_batch_body(raw: bytes, content_type: str | None) -> list[Any]:
+    """``{"envelopes": [...]}`` with 1 to ``BATCH_MAX`` items (AB-2001, AB-5009), each still
+    to be checked one by one: an item that is not an envelope fails alone. A duplicate key or a
+    non-finite number anywhere fails the whole request (AB-2001), since JSON parsing stops
+    there."""
+    body = _load(raw, content_type, ("application/json",))
+    envelopes = body.get("envelopes") if isinstance(body, dict) else None
+    if not isinstance(envelopes, list) or not envelopes or set(body) != {"envelopes"}:
+        raise e.EnvelopeMalformed('the body is {"envelopes": [one or more envelopes]}')
+    if len(envelopes) > BATCH_MAX:
+        raise e.BatchTooLarge(f"at most {BATCH_MAX} envelopes per batch", limit=BATCH_MAX)
+    return envelopes
+
+
+def check_size(envelope: dict[str, Any]) -> None:
+    """An envelope in a batch obeys the single send's body cap, counted canonically
+    (AB-5002)."""
+    if len(canonical_json(envelope)) > SEND_BODY_MAX:
+        raise e.RequestTooLarge(
+            f"an envelope is at most {SEND_BODY_MAX} bytes", limit=SEND_BODY_MAX
+        )
 
 
 def _bad(name: str, reason: str) -> e.AttributeInvalid:

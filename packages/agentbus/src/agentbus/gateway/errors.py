@@ -119,6 +119,11 @@ class ConversationConflict(AgentBusError):
     title = "Conversation belongs elsewhere"
 
 
+class LaneHeld(AgentBusError):
+    code, status, name = "AB-2021", 409, "lane_held"
+    title = "An earlier message of this lane failed in the same batch"
+
+
 class AddressInvalid(AgentBusError):
     code, status, name, title = "AB-3001", 422, "address_invalid", "Address invalid"
 
@@ -178,6 +183,11 @@ class RecipientBacklogFull(AgentBusError):
 
 class StreamFull(AgentBusError):
     code, status, name, title = "AB-5005", 507, "stream_full", "Tenant stream full"
+
+
+class BatchTooLarge(AgentBusError):
+    code, status, name = "AB-5009", 413, "batch_too_large"
+    title = "Too many items in a batch"
 
 
 class CrossTenantNotEnabled(AgentBusError):

@@ -10,6 +10,7 @@ stored receipt finds its key by trying the (few) public keys.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,6 +61,37 @@ def receipt_view(row: dict[str, Any], kid: str | None) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ReceiptFor:
+    """One message to issue a receipt for: its sequence (None while unconfirmed) and, for a
+    message just accepted, its ``accepted_at``, so the sequence is written into its row."""
+
+    msg_id: uuid.UUID
+    seq: int | None
+    message_accepted_at: datetime | None = None
+
+
+async def issue_receipts(
+    conn: Conn,
+    signing: SigningKeys,
+    tenant_id: uuid.UUID,
+    token_id: uuid.UUID,
+    items: list[ReceiptFor],
+) -> list[dict[str, Any]]:
+    """Sign and insert one receipt per item, in one statement; the receipts as the API shows
+    them, in the order of ``items``."""
+    issued_at = truncate_ms(datetime.now(UTC))
+    rows, views = [], []
+    for item in items:
+        row: dict[str, Any] = {"id": uuid7(), "msg_id": item.msg_id, "stream_seq": item.seq,
+               "issued_at": issued_at, "message_accepted_at": item.message_accepted_at}  # fmt: skip
+        kid, row["signature"] = signing.sign(signed_bytes(_members(row)))
+        rows.append(row)
+        views.append(receipt_view(row, kid))
+    await store.insert_receipts(conn, tenant_id, token_id, rows)
+    return views
+
+
 async def issue_receipt(
     conn: Conn,
     signing: SigningKeys,
@@ -67,31 +99,10 @@ async def issue_receipt(
     msg_id: uuid.UUID,
     seq: int | None,
     token_id: uuid.UUID,
-    *,
-    message_accepted_at: datetime | None = None,
 ) -> dict[str, Any]:
-    """Sign, insert, and return the receipt as the API shows it; with the message's
-    ``message_accepted_at``, ``seq`` is also written into its row where still NULL."""
-    receipt_id, issued_at = uuid7(), truncate_ms(datetime.now(UTC))
-    members = {
-        "id": format_id("rcp", receipt_id),
-        "msg_id": format_id("msg", msg_id),
-        "seq": seq,
-        "issued_at": format_ts(issued_at),
-    }
-    kid, signature = signing.sign(signed_bytes(members))
-    row = await store.insert_receipt(
-        conn,
-        tenant_id,
-        receipt_id=receipt_id,
-        msg_id=msg_id,
-        stream_seq=seq,
-        issued_to_token=token_id,
-        issued_at=issued_at,
-        signature=signature,
-        message_accepted_at=message_accepted_at,
-    )
-    return receipt_view(row, kid)
+    """One receipt, for a message whose row already holds what it has (a replay)."""
+    (receipt,) = await issue_receipts(conn, signing, tenant_id, token_id, [ReceiptFor(msg_id, seq)])
+    return receipt
 
 
 def verify_receipt(signing: SigningKeys, receipt: dict[str, Any]) -> bool:

@@ -1,12 +1,20 @@
-"""The send action, ``POST /v1/messages`` and the typed task routes (04-API-SPEC §4.1).
+"""The send action: ``POST /v1/messages``, its batch ``POST /v1/messages/batch`` and the typed
+task routes (04-API-SPEC §4.1, §4.7).
 
-Checks run in the order of §4.1 at the start of one transaction (signature and key, replay, type
-and data, expiry, recipient and ``replyto``, conversation, task rules, policy, send limits), so
-nothing is written for a refused envelope. Then, in the same transaction, the payload is sealed
-and stored and the conversation (if new), the ``messages`` row and the task rows are inserted;
-only after the commit the message is published (``Nats-Msg-Id`` = its id), and the sequence and
-a signed receipt are recorded by one more statement (``record_receipt``, its own transaction).
-A repeat of an accepted id takes the replay path (``replay.replay_send``).
+Checks run in the order of §4.1 (signature and key, replay, type and data, expiry, recipient and
+``replyto``, conversation, task rules, policy, send limits), so nothing is written for a refused
+envelope. Then, in the same transaction, the payload is sealed and stored and the conversation (if
+new), the ``messages`` row and the task rows are inserted; only after the commit the message is
+published (``Nats-Msg-Id`` = its id), and the sequence and a signed receipt are recorded by one
+more statement (``record_receipts``, its own transaction). A repeat of an accepted id takes the
+replay path (``replay.replay_send``).
+
+A single send is a batch of one. A batch runs its envelopes in order in one transaction: each is
+checked and answered on its own, a refused one stores nothing, and once an envelope of a lane
+(recipient, conversation) is refused, the later ones of that lane are answered AB-2021 without
+being tried, so a lane never gets ahead of a message its sender must send again (05 §9.1 G2).
+What fails the request itself (a dependency down: AB-9xxx and other 5xx) fails every envelope,
+and nothing of the batch is stored.
 
 The transaction runs in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
 scope and statements whose results are not needed yet share round trips; the sender's key, the
@@ -15,18 +23,29 @@ tenant and the recipient come from ``gw.directory`` (one-second copies).
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from platformkit.db.scope import Conn
 
 from agentbus.db import pipelined_transaction
+from agentbus.errors import AgentBusError
 from agentbus.gateway import errors as e
-from agentbus.gateway.accept import finish_send, insert_send
+from agentbus.gateway.accept import finish_sends, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import admit
-from agentbus.gateway.envelope import Parsed, check_attributes, parse_body, verify_signature
+from agentbus.gateway.envelope import (
+    Parsed,
+    check_attributes,
+    check_object,
+    check_size,
+    parse_body,
+    verify_signature,
+)
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.policy import PolicyError, SendRequest
@@ -37,7 +56,7 @@ from agentbus.gateway.schemas import MESSAGE, check_type_and_data
 from agentbus.gateway.store import conversations, messages
 from agentbus.ids import format_id
 
-__all__ = ["load_payload", "publish_message", "send_envelope"]
+__all__ = ["load_payload", "publish_message", "send_batch", "send_envelope"]
 
 
 async def _usable_key(
@@ -64,9 +83,15 @@ def _check_expiry(env: Parsed, tenant: dict[str, Any], now: datetime) -> None:
 
 
 async def _validate(
-    conn: Conn, gw: Gateway, send: PendingSend, rules: TaskRules | None, now: datetime
+    conn: Conn,
+    gw: Gateway,
+    send: PendingSend,
+    rules: TaskRules | None,
+    now: datetime,
+    joined: dict[uuid.UUID, dict[str, Any]],
 ) -> SendResult | dict[str, Any] | None:
-    """Steps 3-10; the existing row for a replay, a hook's answer, or None to go on."""
+    """Steps 3-10; the existing row for a replay, a hook's answer, or None to go on.
+    ``joined``: the conversations that earlier envelopes of the batch joined."""
     env, principal = send.envelope, send.principal
     verify_signature(env, await _usable_key(conn, gw, env, principal, now))
     # queued now, so the conversation comes back in the claim's round trip
@@ -89,6 +114,7 @@ async def _validate(
     if "replyto" in env.raw:
         await check_reply_to(conn, tenant["slug"], send.sender, env.get("replyto"))
     found = await conversation.fetchone()  # None: new, created with the message
+    found = joined.get(env.conversation_id, found)
     send.conversation = None if found is None else admit(found, send.sender, send.recipient)
     if rules is not None:
         answer = await rules.check(conn, send)
@@ -124,6 +150,37 @@ async def _decide(gw: Gateway, send: PendingSend) -> None:
         raise e.PolicyDenied(decision.reason or "a policy forbids this send", policy_id=pid)
 
 
+Lane = tuple[str, str]
+Answer = SendResult | AgentBusError
+
+
+def _lane(envelope: Any) -> Lane:
+    """(recipient, conversation) as the envelope spells them, also for one that fails its
+    checks."""
+    if not isinstance(envelope, dict):
+        return ("", "")
+    return (str(envelope.get("recipient", "")), str(envelope.get("conversation", "")))
+
+
+def _checked(
+    envelope: dict[str, Any],
+    principal: AgentPrincipal,
+    now: datetime,
+    expected_type: str | None = None,
+    expected_subject: str | None = None,
+) -> Parsed:
+    """Steps 1-3 that need no database: the attributes, the route's type and subject, the
+    source."""
+    env = check_attributes(envelope, now)
+    if expected_type is not None and env.type != expected_type:
+        raise e.AttributeInvalid(f"this route takes {expected_type}", attribute="type")
+    if expected_subject is not None and env.get("subject") != expected_subject:
+        raise e.AttributeInvalid("subject must be the task of the path", attribute="subject")
+    if env.get("source") != principal.address:
+        raise e.SourceMismatch("source is not the authenticated agent's address")
+    return env
+
+
 async def send_envelope(
     gw: Gateway,
     principal: AgentPrincipal,
@@ -134,27 +191,110 @@ async def send_envelope(
     expected_type: str | None = None,
     expected_subject: str | None = None,
 ) -> SendResult:
-    """Validate, store, publish and sign a receipt for one envelope (``raw`` already capped)."""
+    """Validate, store, publish and sign a receipt for one envelope (``raw`` already capped);
+    a refused envelope raises its AB error."""
     now = datetime.now(UTC)
-    env = check_attributes(parse_body(raw, content_type), now)
-    if expected_type is not None and env.type != expected_type:
-        raise e.AttributeInvalid(f"this route takes {expected_type}", attribute="type")
-    if expected_subject is not None and env.get("subject") != expected_subject:
-        raise e.AttributeInvalid("subject must be the task of the path", attribute="subject")
-    if env.get("source") != principal.address:
-        raise e.SourceMismatch("source is not the authenticated agent's address")
-    rules = None if env.type == MESSAGE else (task_rules or gw.task_rules)
+    envelope = parse_body(raw, content_type)
+    env = _checked(envelope, principal, now, expected_type, expected_subject)
+    (answer,) = await _send(gw, principal, [(_lane(envelope), env)], now, task_rules)
+    if isinstance(answer, AgentBusError):
+        raise answer
+    return answer
+
+
+async def send_batch(gw: Gateway, principal: AgentPrincipal, envelopes: list[Any]) -> list[Answer]:
+    """One answer per envelope, in order: a ``SendResult`` or the AB error that refused it."""
+    now = datetime.now(UTC)
+    items: list[tuple[Lane, Parsed | AgentBusError]] = []
+    for envelope in envelopes:
+        try:
+            check_size(check_object(envelope))
+            items.append((_lane(envelope), _checked(envelope, principal, now)))
+        except AgentBusError as exc:
+            items.append((_lane(envelope), exc))
+    return await _send(gw, principal, items, now, None)
+
+
+def _refusal(exc: AgentBusError) -> AgentBusError:
+    """A refusal of one envelope is answered for it; a failing dependency (5xx) fails the
+    request."""
+    if exc.status >= 500:
+        raise exc
+    return exc
+
+
+async def _send(
+    gw: Gateway,
+    principal: AgentPrincipal,
+    items: list[tuple[Lane, Parsed | AgentBusError]],
+    now: datetime,
+    task_rules: TaskRules | None,
+) -> list[Answer]:
     sender = Sender(
         principal.tenant_id, principal.agent_id, principal.workspace_id, principal.owner_user_id
     )
-    send = PendingSend(principal, env, {}, sender)
-    task: dict[str, Any] | None = None
+    answers: list[Answer | None] = [None] * len(items)
+    replays: list[tuple[int, Parsed, dict[str, Any], TaskRules | None]] = []
+    accepted: list[tuple[int, PendingSend, dict[str, Any] | None]] = []
+    held: set[Lane] = set()
+    joined: dict[uuid.UUID, dict[str, Any]] = {}
     async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
-        outcome = await _validate(conn, gw, send, rules, now)
-        if outcome is None:
-            task = await insert_send(conn, gw, send, rules)
-    if isinstance(outcome, SendResult):
-        return outcome
-    if outcome is not None:
-        return await replay_send(gw, principal, env, outcome, rules)
-    return await finish_send(gw, send, task)
+        for i, (lane, env) in enumerate(items):
+            if lane in held:
+                answers[i] = e.LaneHeld("an earlier envelope of this lane was refused; send again")
+                continue
+            if isinstance(env, AgentBusError):
+                answers[i] = _refusal(env)
+                held.add(lane)
+                continue
+            rules = None if env.type == MESSAGE else (task_rules or gw.task_rules)
+            send = PendingSend(principal, env, {}, sender)
+            try:
+                async with _undo_on_refusal(conn, rules):
+                    outcome = await _validate(conn, gw, send, rules, now, joined)
+                    task = None if outcome is not None else await insert_send(conn, gw, send, rules)
+            except AgentBusError as exc:
+                answers[i] = _refusal(exc)
+                held.add(lane)
+                continue
+            if isinstance(outcome, SendResult):
+                answers[i] = outcome
+            elif outcome is not None:
+                replays.append((i, env, outcome, rules))
+            else:
+                accepted.append((i, send, task))
+                joined[env.conversation_id] = _with_sender(send)
+    if accepted:
+        finished = await finish_sends(gw, principal, [(s, t) for _, s, t in accepted])
+        for (i, _, _), result in zip(accepted, finished, strict=True):
+            answers[i] = result
+    for i, env, existing, rules in replays:
+        try:
+            answers[i] = await replay_send(gw, principal, env, existing, rules)
+        except AgentBusError as exc:
+            answers[i] = _refusal(exc)
+    done = [a for a in answers if a is not None]
+    assert len(done) == len(items), "every envelope is answered"
+    return done
+
+
+@contextlib.asynccontextmanager
+async def _undo_on_refusal(conn: Conn, rules: TaskRules | None) -> AsyncIterator[None]:
+    """Task rules may write before they refuse (``apply``), so a task envelope runs inside a
+    savepoint; a plain message writes nothing before its last check, and needs none."""
+    if rules is None:
+        yield
+        return
+    async with conn.transaction():
+        yield
+
+
+def _with_sender(send: PendingSend) -> dict[str, Any]:
+    """The conversation as the rest of the batch sees it: the sender is a participant once its
+    message commits (the statistics trigger runs at commit)."""
+    conversation = send.conversation
+    assert conversation is not None
+    participants = list(conversation["participants"] or [])
+    if send.principal.agent_id not in participants:
+        participants.append(send.principal.agent_id)
+    return conversation | {"participants": participants}

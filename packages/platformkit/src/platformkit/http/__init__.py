@@ -27,6 +27,7 @@ from platformkit.http.problems import (
     NotReady,
     ProblemError,
     ValidationFailed,
+    problem_body,
     problem_response,
 )
 from platformkit.http.requestid import current_request_id
@@ -59,6 +60,7 @@ __all__ = [
     "logging_config",
     "no_idempotency_key",
     "pool_check",
+    "problem_body",
     "problem_response",
     "problem_responses",
     "rls_scope",

@@ -31,6 +31,7 @@ __all__ = [
     "ProblemError",
     "ProblemResponse",
     "ValidationFailed",
+    "problem_body",
     "problem_response",
     "render_problem",
 ]
@@ -105,7 +106,28 @@ def render_problem(
     data: Mapping[str, Any] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> ProblemResponse:
-    """The single place a problem body is built; framework errors come here directly."""
+    """The single place a problem response is built; framework errors come here directly."""
+    body = _body(type_uri, code, status, title, detail, instance, data)
+    return ProblemResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+def problem_body(error: ProblemError, instance: str) -> dict[str, Any]:
+    """The problem document of ``error`` as a value, for an answer that reports one problem per
+    item of a batch inside a successful response."""
+    return _body(
+        error.type_uri, error.code, error.status, error.title, error.detail, instance, error.data
+    )
+
+
+def _body(
+    type_uri: str,
+    code: str,
+    status: int,
+    title: str,
+    detail: str | None,
+    instance: str,
+    data: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     body: dict[str, Any] = {"type": type_uri, "title": title, "status": status}
     if detail:
         body["detail"] = detail
@@ -115,7 +137,7 @@ def render_problem(
     if request_id is not None:
         body["request_id"] = request_id
     body.update(data or {})
-    return ProblemResponse(body, status_code=status, headers=dict(headers or {}))
+    return body
 
 
 class InternalError(ProblemError):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -13,38 +12,28 @@ Row = dict[str, Any]
 COLUMNS = "id, tenant_id, msg_id, stream_seq, issued_to_token, issued_at, signature"
 
 
-async def insert_receipt(
-    conn: Conn,
-    tenant_id: uuid.UUID,
-    *,
-    receipt_id: uuid.UUID,
-    msg_id: uuid.UUID,
-    stream_seq: int | None,
-    issued_to_token: uuid.UUID,
-    issued_at: datetime,
-    signature: bytes,
-    message_accepted_at: datetime | None = None,
-) -> Row:
-    """The stored row, built from the values, written by ``record_receipt`` (migration 0007),
-    which sets the tenant scope itself: one statement on an autocommit connection, or one more
-    statement inside the caller's transaction for the same tenant. With the message's
-    ``message_accepted_at`` and a ``stream_seq``, it also writes the sequence into the
-    ``messages`` row where it is still NULL (05 §3 step 6), as the send path does."""
-    row = {
-        "id": receipt_id,
-        "tenant_id": tenant_id,
-        "msg_id": msg_id,
-        "stream_seq": stream_seq,
-        "issued_to_token": issued_to_token,
-        "issued_at": issued_at,
-        "signature": signature,
-    }
+async def insert_receipts(
+    conn: Conn, tenant_id: uuid.UUID, issued_to_token: uuid.UUID, rows: list[Row]
+) -> None:
+    """Insert receipt rows (``id``, ``msg_id``, ``stream_seq``, ``issued_at``, ``signature``,
+    and ``message_accepted_at``) with ``record_receipts`` (migration 0008), which sets the
+    tenant scope itself: one statement on an autocommit connection, or one more statement inside
+    the caller's transaction for the same tenant. Where a row has a ``stream_seq`` and its
+    message's ``message_accepted_at``, the sequence is also written into the ``messages`` row
+    where it is still NULL (05 §3 step 6), as the send path does."""
     await conn.execute(
-        "SELECT record_receipt(%s, %s, %s, %s, %s, %s, %s, %s)",
-        (tenant_id, receipt_id, msg_id, stream_seq, issued_to_token, issued_at, signature,
-         message_accepted_at),
-    )  # fmt: skip
-    return row
+        "SELECT record_receipts(%s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            tenant_id,
+            issued_to_token,
+            [r["id"] for r in rows],
+            [r["msg_id"] for r in rows],
+            [r["stream_seq"] for r in rows],
+            [r["issued_at"] for r in rows],
+            [r["signature"] for r in rows],
+            [r["message_accepted_at"] for r in rows],
+        ),
+    )
 
 
 async def latest_receipt(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:

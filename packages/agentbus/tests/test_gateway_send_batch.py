@@ -1,0 +1,172 @@
+"""POST /v1/messages/batch on the real app, PostgreSQL and NATS: every envelope is answered on
+its own and in order, accepted ones exactly as a single send would be (row, payload, one
+JetStream copy, a signed receipt with the sequence), refused ones store nothing, a refused
+envelope holds back the rest of its lane and no other, and a batch's lane reaches the stream
+in order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from agentbus import broker
+from agentbus.db import SCOPE
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.receipts import verify_receipt
+from agentbus.gateway.store import messages
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.ids import format_id, parse_id
+from platformkit.db.scope import tenant_transaction
+from platformkit.ids import uuid7
+from wirekit import canonical_json
+
+
+async def post_batch(
+    client: httpx.AsyncClient, agent: SimAgent, envelopes: list[Any]
+) -> httpx.Response:
+    return await client.post(
+        "/v1/messages/batch",
+        content=json.dumps({"envelopes": envelopes}).encode(),
+        headers={**agent.headers(), "Content-Type": "application/json"},
+    )
+
+
+async def stored_seqs(gw: Gateway, world: World, ids: list[str]) -> list[int | None]:
+    async with tenant_transaction(gw.pool, SCOPE, world.tenant_id) as conn:
+        rows = [await messages.find_message(conn, world.tenant_id, parse_id("msg", i)) for i in ids]
+    return [None if r is None else r["stream_seq"] for r in rows]
+
+
+async def test_a_batch_answers_each_envelope_in_order(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob")
+    carol = await enroll(gateway_client, world, "carol")
+    lane = format_id("cnv", uuid7())
+    to_bob = [
+        alice.sign(alice.envelope(bob.address, {"text": f"m{n}"}, conversation=lane))
+        for n in range(5)
+    ]
+    tampered = dict(to_bob[2], data={"text": "changed after signing"})
+    to_carol = alice.sign(alice.envelope(carol.address, {"text": "other lane"}))
+    batch = [to_bob[0], to_bob[1], tampered, to_carol, to_bob[3], "not an envelope", to_bob[4]]
+
+    reply = await post_batch(gateway_client, alice, batch)
+
+    assert reply.status_code == 200, reply.text
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == [202, 202, 422, 202, 409, 400, 409]
+    assert results[2]["problem"]["code"] == "AB-2011"  # the signature no longer verifies
+    assert results[4]["problem"]["code"] == "AB-2021"  # held: its lane's earlier one failed
+    assert results[5]["problem"]["code"] == "AB-2001"  # a lane of its own
+    assert results[6]["problem"]["code"] == "AB-2021"
+    assert results[2]["problem"]["instance"] == "/v1/messages/batch"
+    # The accepted ones: receipts that verify, rows with the receipt's sequence, in lane order.
+    accepted = [results[0], results[1], results[3]]
+    for result, env in zip(accepted, [to_bob[0], to_bob[1], to_carol], strict=True):
+        assert result["message"]["id"] == env["id"]
+        assert result["receipt"]["msg_id"] == env["id"]
+        assert verify_receipt(gateway.signing, result["receipt"])
+    seqs = await stored_seqs(gateway, world, [to_bob[0]["id"], to_bob[1]["id"], to_carol["id"]])
+    assert seqs == [r["receipt"]["seq"] for r in accepted]
+    assert seqs[0] is not None
+    assert seqs[1] is not None
+    assert seqs[0] < seqs[1]
+    # Nothing of the refused or held ones was stored or published.
+    assert await stored_seqs(gateway, world, [to_bob[n]["id"] for n in (2, 3, 4)]) == [None] * 3
+    info = await gateway.broker.js.stream_info(broker.stream_name(world.tenant_id))
+    assert info.state.messages == 3
+    # The held envelopes go through when sent again; the conversation counts every message.
+    again = await post_batch(gateway_client, alice, [to_bob[3], to_bob[4]])
+    assert [r["status"] for r in again.json()["results"]] == [202, 202]
+    cnv = await gateway_client.get(f"/v1/conversations/{lane}", headers=bob.headers())
+    assert cnv.json()["message_count"] == 4
+    assert sorted(cnv.json()["participants"]) == [alice.address, bob.address]
+
+
+async def test_a_batch_replays_what_was_accepted_before(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob")
+    first = alice.sign(alice.envelope(bob.address, {"text": "one"}))
+    second = alice.sign(alice.envelope(bob.address, {"text": "two"}))
+    single = await gateway_client.post(
+        "/v1/messages",
+        content=canonical_json(first),
+        headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert single.status_code == 202, single.text
+
+    # The same envelope twice in one batch, after a single send of another: two replays.
+    reply = await post_batch(gateway_client, alice, [first, second, second])
+
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == [200, 202, 200]
+    assert results[0]["replayed"] is True
+    assert "replayed" not in results[1]
+    assert results[0]["receipt"] == single.json()["receipt"]
+    assert results[2]["message"]["id"] == second["id"]
+    assert results[2]["receipt"]["seq"] == results[1]["receipt"]["seq"]
+    info = await gateway.broker.js.stream_info(broker.stream_name(world.tenant_id))
+    assert info.state.messages == 2
+
+
+async def test_a_batch_is_refused_whole_when_its_shape_is_wrong(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob")
+    env = alice.sign(alice.envelope(bob.address, {"text": "hi"}))
+    too_many = await post_batch(gateway_client, alice, [env] * 101)
+    assert (too_many.status_code, too_many.json()["code"]) == (413, "AB-5009")
+    empty = await post_batch(gateway_client, alice, [])
+    assert (empty.status_code, empty.json()["code"]) == (400, "AB-2001")
+    duplicate = await gateway_client.post(
+        "/v1/messages/batch",
+        content=b'{"envelopes": [{"id": "a", "id": "b"}]}',
+        headers={**alice.headers(), "Content-Type": "application/json"},
+    )
+    assert (duplicate.status_code, duplicate.json()["code"]) == (400, "AB-2001")
+    wrong_type = await gateway_client.post(
+        "/v1/messages/batch",
+        content=json.dumps({"envelopes": [env]}).encode(),
+        headers={**alice.headers(), "Content-Type": "text/plain"},
+    )
+    assert (wrong_type.status_code, wrong_type.json()["code"]) == (415, "AB-2017")
+    oversize = alice.sign(alice.envelope(bob.address, {"text": "x" * 330_000}))
+    reply = await post_batch(gateway_client, alice, [oversize, env])
+    assert [r["status"] for r in reply.json()["results"]] == [413, 202]
+    assert reply.json()["results"][0]["problem"]["code"] == "AB-5002"
+    anonymous = await gateway_client.post(
+        "/v1/messages/batch",
+        content=json.dumps({"envelopes": [env]}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    assert anonymous.status_code == 401
+
+
+async def test_a_batch_cannot_address_another_tenant(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    acme, globex = await make_world(gateway, "acme"), await make_world(gateway, "globex")
+    alice = await enroll(gateway_client, acme, "alice")
+    bob = await enroll(gateway_client, acme, "bob")
+    mallory = await enroll(gateway_client, globex, "mallory")
+    inside = alice.sign(alice.envelope(bob.address, {"text": "fine"}))
+    outside = alice.sign(alice.envelope(mallory.address, {"text": "nope"}))
+    posing = alice.sign(dict(alice.envelope(bob.address, {"text": "as mallory"}),
+                             source=mallory.address))  # fmt: skip
+
+    reply = await post_batch(gateway_client, alice, [outside, posing, inside])
+
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == [403, 403, 202]
+    assert [r["problem"]["code"] for r in results[:2]] == ["AB-7001", "AB-2013"]
+    info = await gateway.broker.js.stream_info(broker.stream_name(globex.tenant_id))
+    assert info.state.messages == 0
