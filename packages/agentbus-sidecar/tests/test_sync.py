@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from agentbus_sidecar.actions.sending import send_message
 from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
+from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
 from agentbus_sidecar.errors import ConfigError
-from agentbus_sidecar.outbound import FlushReport, blocked_recipients, lane_heads
+from agentbus_sidecar.outbound import SEND_BATCH, FlushReport, blocked_recipients, lane_runs
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox, receipts
 from agentbus_sidecar.sync import flush, hold_run_lock, run, sync_once
@@ -92,21 +93,42 @@ def test_only_one_sidecar_per_agent(tmp_path: Any) -> None:
     second_sidecar()  # released on exit
 
 
-def _queue(db: sqlite3.Connection, msg_id: str, recipient: str, conversation: str) -> None:
-    envelope = {"id": msg_id, "recipient": recipient, "conversation": conversation}
+def _queue(
+    db: sqlite3.Connection, msg_id: str, recipient: str, conversation: str, kind: str = MESSAGE
+) -> None:
+    envelope = {"id": msg_id, "recipient": recipient, "conversation": conversation, "type": kind}
     outbox.enqueue_send(db, envelope, utcnow())
 
 
-def test_one_message_per_lane_is_in_flight(db: sqlite3.Connection) -> None:
+def _runs(db: sqlite3.Connection, blocked: set[str]) -> list[list[str]]:
+    return [[row["id"] for row in run] for run in lane_runs(outbox.pending_sends(db), blocked)]
+
+
+def test_a_lane_sends_its_oldest_messages_together(db: sqlite3.Connection) -> None:
     _queue(db, "msg_1", PEER, "cnv_a")
     _queue(db, "msg_2", PEER, "cnv_a")
     _queue(db, "msg_3", PEER, "cnv_b")
     _queue(db, "msg_4", OTHER, "cnv_a")
-    heads = [row["id"] for row in lane_heads(outbox.pending_sends(db), set())]
-    assert heads == ["msg_1", "msg_3", "msg_4"]
+    _queue(db, "msg_5", PEER, "cnv_a")
+    assert _runs(db, set()) == [["msg_1", "msg_2", "msg_5"], ["msg_3"], ["msg_4"]]
     outbox.park(db, "msg_1", "AB-3002 recipient_not_found")  # a failed message leaves its lane
-    heads = [row["id"] for row in lane_heads(outbox.pending_sends(db), {OTHER})]
-    assert heads == ["msg_2", "msg_3"]
+    assert _runs(db, {OTHER}) == [["msg_2", "msg_5"], ["msg_3"]]
+
+
+def test_a_task_envelope_goes_alone_and_ends_its_lanes_run(db: sqlite3.Connection) -> None:
+    _queue(db, "msg_1", PEER, "cnv_a")
+    _queue(db, "msg_2", PEER, "cnv_a", TASK_REQUEST)
+    _queue(db, "msg_3", PEER, "cnv_a")
+    _queue(db, "msg_4", OTHER, "cnv_b", TASK_REQUEST)
+    _queue(db, "msg_5", OTHER, "cnv_b")
+    assert _runs(db, set()) == [["msg_1"], ["msg_4"]]
+
+
+def test_a_lane_run_holds_at_most_one_batch(db: sqlite3.Connection) -> None:
+    for n in range(SEND_BATCH + 5):
+        _queue(db, f"msg_{n:04d}", PEER, "cnv_a")
+    (run,) = _runs(db, set())
+    assert run == [f"msg_{n:04d}" for n in range(SEND_BATCH)]
 
 
 def test_unpublished_receipts_hold_their_recipient(db: sqlite3.Connection) -> None:

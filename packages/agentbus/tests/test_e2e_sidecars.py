@@ -501,3 +501,35 @@ async def test_sender_offline_queues_then_delivers(world: World) -> None:
 
     await until(outbox_empty, 20, "alice's outbox to empty")
     assert_exactly_once(bob, [msg_id])
+
+
+async def test_a_lane_queued_offline_goes_out_in_batches_and_in_order(world: World) -> None:
+    stack, alice, bob = world.stack, world.alice, world.bob
+    await bob.start()
+    await stack.stop_gateway()
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        first = await send_message(rt, bob.address, {"text": "message 0"})
+        lane = {"conversation": first.envelope["conversation"]}
+        sent = [first.envelope["id"]]
+        for n in range(1, 150):
+            outcome = await send_message(rt, bob.address, {"text": f"message {n}"}, **lane)
+            assert outcome.state == "queued", outcome.as_dict()
+            sent.append(outcome.envelope["id"])
+        # One queued envelope is spoilt: the gateway refuses it, and the rest of its lane in
+        # that batch is held and goes with the next flush.
+        spoilt = sent[60]
+        body = json.loads(outbox.get(rt.conn, spoilt)["body"])  # type: ignore[index]
+        body["data"] = {"text": "changed after signing"}
+        rt.conn.execute(
+            "UPDATE outbox SET body = ? WHERE id = ?", (json.dumps(body).encode(), spoilt)
+        )
+        await stack.start_gateway()
+        await drain_outbox(rt, 60)
+        parked = outbox.get(rt.conn, spoilt)
+        assert parked is not None
+        assert "AB-2011" in str(parked["last_error"])
+    delivered = [m for m in sent if m != spoilt]
+    await wait_received(bob, set(delivered), 90, stack)
+    assert_exactly_once(bob, delivered)
+    seqs = [bob.received()[m]["stream_seq"] for m in delivered]
+    assert seqs == sorted(seqs), "the lane reached the stream in send order"

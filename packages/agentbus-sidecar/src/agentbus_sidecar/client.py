@@ -19,16 +19,19 @@ from agentbus_sidecar.clock import to_ms
 from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 
-__all__ = ["GatewayClient", "problem_error", "route_for"]
+__all__ = ["MESSAGES", "GatewayClient", "problem_error", "problem_of", "route_for"]
 
 CLOUDEVENTS = "application/cloudevents+json"
+
+
+MESSAGES = "/v1/messages"
 
 
 def route_for(envelope: dict[str, Any]) -> str:
     """The route a signed envelope is posted to: messages, or the typed task routes (04 §6)."""
     kind = envelope["type"]
     if kind == MESSAGE:
-        return "/v1/messages"
+        return MESSAGES
     if kind == TASK_REQUEST:
         return "/v1/tasks"
     verb = kind.removeprefix("agentbus.task.").removesuffix(".v1")
@@ -43,14 +46,28 @@ def problem_error(response: httpx.Response) -> GatewayError:
         problem = body if isinstance(body, dict) else {}
     except ValueError:
         pass
-    retry_ms = problem.get("retry_after_ms")
     header = response.headers.get("Retry-After")
-    if not isinstance(retry_ms, int) and header and header.strip().isdigit():
-        retry_ms = int(header.strip()) * 1000
-    detail = problem.get("detail") or problem.get("title") or response.reason_phrase or ""
+    retry_s = int(header.strip()) if header and header.strip().isdigit() else None
+    return _error(response.status_code, problem, retry_s, response.reason_phrase or "")
+
+
+def problem_of(result: dict[str, Any]) -> GatewayError:
+    """The GatewayError of one refused envelope of a batch answer (``status`` and
+    ``problem``)."""
+    problem = result.get("problem")
+    return _error(int(result.get("status", 0)), problem if isinstance(problem, dict) else {})
+
+
+def _error(
+    status: int, problem: dict[str, Any], retry_s: int | None = None, reason: str = ""
+) -> GatewayError:
+    retry_ms = problem.get("retry_after_ms")
+    if not isinstance(retry_ms, int) and retry_s is not None:
+        retry_ms = retry_s * 1000
+    detail = problem.get("detail") or problem.get("title") or reason
     code, name = problem.get("code"), problem.get("name")
     return GatewayError(
-        response.status_code,
+        status,
         code if isinstance(code, str) else None,
         name if isinstance(name, str) else None,
         str(detail),
@@ -88,6 +105,7 @@ class GatewayClient:
         bearer: str | None = None,
         json: Any = None,
         content: bytes | None = None,
+        content_type: str = CLOUDEVENTS,
         params: dict[str, Any] | None = None,
         timeout_s: float | None = None,
     ) -> httpx.Response:
@@ -95,7 +113,7 @@ class GatewayClient:
         if bearer is not None:
             headers["Authorization"] = f"Bearer {bearer}"
         if content is not None:
-            headers["Content-Type"] = CLOUDEVENTS
+            headers["Content-Type"] = content_type
         extra: dict[str, Any] = {} if timeout_s is None else {"timeout": timeout_s}
         started = time.time()
         try:
@@ -141,6 +159,17 @@ class GatewayClient:
     # Agent routes, authenticated by the agent credential.
     async def send(self, bearer: str, path: str, body: bytes) -> dict[str, Any]:
         return await self._json("POST", path, bearer=bearer, content=body)
+
+    async def send_batch(self, bearer: str, bodies: list[bytes]) -> list[dict[str, Any]]:
+        """Signed envelopes (their stored bytes) in one ``POST /v1/messages/batch``; the
+        per-envelope results, in order (04 §4.7)."""
+        body = b'{"envelopes":[' + b",".join(bodies) + b"]}"
+        answer = await self._json(
+            "POST", "/v1/messages/batch", bearer=bearer, content=body,
+            content_type="application/json",
+        )  # fmt: skip
+        results: list[dict[str, Any]] = answer.get("results", [])
+        return results
 
     async def receive(self, bearer: str, wait_s: int = 25, max_items: int = 100) -> dict[str, Any]:
         params = {"wait_s": wait_s, "max": max_items}

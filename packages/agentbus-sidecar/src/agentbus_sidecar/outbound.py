@@ -1,11 +1,15 @@
 """The outbox, drained to the gateway (05-DELIVERY-SEMANTICS.md §3, §4, §9.1).
 
 Settlements (transport acks, reads, terms, naks) go in batches of at most 500 per route. Sends go
-one lane at a time: a lane is (recipient, conversation), and only its oldest queued message may be
-sent, so a lane reaches the stream in send order (G2). A lane also waits while an earlier message
-to the same recipient was accepted without a stream sequence, until ``GET /v1/messages/{id}``
-shows one (checked at most every 2 s); blocking on the recipient rather than the exact lane is
-coarser than G2 needs, and keeps that check to what the ``receipts`` table holds.
+one lane at a time: a lane is (recipient, conversation), and only its oldest queued messages may
+be sent, in one request, so a lane reaches the stream in send order (G2). Plain messages of all
+lanes share ``POST /v1/messages/batch`` requests of up to 100 envelopes; the gateway takes them
+in order and answers AB-2021 for the rest of a lane once one is refused, which stay queued as
+they were. Task envelopes go one at a time on their routes. A lane also waits while an earlier
+message to the same recipient was accepted without a stream sequence, until ``GET
+/v1/messages/{id}`` shows one (checked at most every 2 s); blocking on the recipient rather than
+the exact lane is coarser than G2 needs, and keeps that check to what the ``receipts`` table
+holds.
 
 Failure handling per 05 §3 step 8: no answer, 5xx and 429 are retried with backoff (never sooner
 than ``Retry-After``); a refused credential is renewed once by the session; any other 4xx is final
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from agentbus_sidecar.client import route_for
+from agentbus_sidecar.client import MESSAGES, problem_of, route_for
 from agentbus_sidecar.clock import format_ts, parse_ts
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.runtime import Runtime
@@ -33,11 +37,13 @@ __all__ = [
     "blocked_recipients",
     "flush_sends",
     "flush_settlements",
-    "lane_heads",
+    "lane_runs",
     "refresh_unpublished",
 ]
 
 BATCH = 500
+SEND_BATCH = 100
+LANE_HELD = "AB-2021"
 _TERMINAL = {"read", "expired", "dead_lettered", "discarded", "bridged"}
 _VERBS = {outbox.TRANSPORT: "ack", outbox.APPLICATION: "read", outbox.TERM: "term"}
 
@@ -117,15 +123,42 @@ def blocked_recipients(conn: sqlite3.Connection, now: datetime) -> set[str]:
     return blocked
 
 
-def lane_heads(rows: list[sqlite3.Row], blocked: set[str]) -> list[sqlite3.Row]:
-    """The oldest pending send of every lane whose recipient is not blocked."""
-    heads: dict[tuple[str, str], sqlite3.Row] = {}
+def lane_runs(rows: list[sqlite3.Row], blocked: set[str]) -> list[list[sqlite3.Row]]:
+    """The oldest pending sends of every lane whose recipient is not blocked, in send order: the
+    lane's head, and while the head and those after it are plain messages, up to ``SEND_BATCH``
+    of them (one batch request takes them in order and holds the rest of a lane once one is
+    refused). A task envelope goes alone on its route."""
+    runs: dict[tuple[str, str], list[sqlite3.Row]] = {}
+    closed: set[tuple[str, str]] = set()
     for row in rows:
         envelope: dict[str, Any] = json.loads(bytes(row["body"]))
         lane = (str(envelope["recipient"]), str(envelope["conversation"]))
-        if lane not in heads:
-            heads[lane] = row
-    return [row for (recipient, _), row in heads.items() if recipient not in blocked]
+        if lane[0] in blocked or lane in closed:
+            continue
+        run = runs.setdefault(lane, [])
+        batched = route_for(envelope) == MESSAGES
+        if run and (not batched or len(run) >= SEND_BATCH):
+            closed.add(lane)
+            continue
+        run.append(row)
+        if not batched:
+            closed.add(lane)
+    return list(runs.values())
+
+
+def _requests(runs: list[list[sqlite3.Row]], due_mark: str) -> list[list[sqlite3.Row]]:
+    """Due runs packed into requests of at most ``SEND_BATCH`` envelopes, a run never split; a
+    run whose head waits (backing off) waits whole."""
+    requests: list[list[sqlite3.Row]] = []
+    for run in runs:
+        if run[0]["next_attempt_at"] > due_mark:
+            continue
+        single = route_for(json.loads(bytes(run[0]["body"]))) != MESSAGES
+        if single or not requests or len(requests[-1]) + len(run) > SEND_BATCH:
+            requests.append(list(run))
+        else:
+            requests[-1].extend(run)
+    return requests
 
 
 async def refresh_unpublished(rt: Runtime, now: datetime) -> None:
@@ -145,48 +178,83 @@ async def refresh_unpublished(rt: Runtime, now: datetime) -> None:
             receipts.add_event(rt.conn, row["rcp_id"], str(message["status"]), now)
 
 
+async def _post(rt: Runtime, rows: list[sqlite3.Row]) -> list[dict[str, Any] | GatewayError]:
+    """One request: a task envelope on its route, plain messages as one batch; per envelope
+    the answer or its refusal. Raises what fails the request as a whole."""
+    envelope = json.loads(bytes(rows[0]["body"]))
+    route = route_for(envelope)
+    if route != MESSAGES:
+        try:
+            return [await rt.session.call(rt.client.send, route, bytes(rows[0]["body"]))]
+        except GatewayError as exc:
+            return [exc]
+    bodies = [bytes(row["body"]) for row in rows]
+    results = await rt.session.call(rt.client.send_batch, bodies)
+    if len(results) != len(rows):
+        raise GatewayError(502, None, None, "the batch answer does not match the request")
+    return [r if 200 <= int(r.get("status", 0)) < 300 else problem_of(r) for r in results]
+
+
 async def flush_sends(
     rt: Runtime, now: datetime, report: FlushReport, rng: random.Random | None = None
 ) -> None:
     due_mark = format_ts(now)
-    heads = lane_heads(outbox.pending_sends(rt.conn), blocked_recipients(rt.conn, now))
-    for row in heads:
-        if row["next_attempt_at"] > due_mark:
+    runs = lane_runs(outbox.pending_sends(rt.conn), blocked_recipients(rt.conn, now))
+    for rows in _requests(runs, due_mark):
+        answers: list[dict[str, Any] | GatewayError] = []
+        if report.unreachable is None:
+            try:
+                answers = await _post(rt, rows)
+            except GatewayUnreachable as exc:
+                report.unreachable = str(exc)
+            except GatewayError as exc:
+                answers = [exc] * len(rows)
+        if not answers:  # unreachable, now or earlier in this flush
+            for row in rows:
+                unreachable = str(report.unreachable)
+                outbox.record_failure(rt.conn, str(row["id"]), now, unreachable, rng=rng)
+                report.deferred[str(row["id"])] = unreachable
             continue
-        msg_id, body = str(row["id"]), bytes(row["body"])
-        if report.unreachable is not None:
-            outbox.record_failure(rt.conn, msg_id, now, report.unreachable, rng=rng)
-            report.deferred[msg_id] = report.unreachable
-            continue
-        envelope: dict[str, Any] = json.loads(body)
-        try:
-            answer = await rt.session.call(rt.client.send, route_for(envelope), body)
-        except GatewayUnreachable as exc:
-            report.unreachable = str(exc)
-            outbox.record_failure(rt.conn, msg_id, now, str(exc), rng=rng)
-            report.deferred[msg_id] = str(exc)
-            continue
-        except GatewayError as exc:
-            if exc.retryable:
-                retry_s = _retry_after_s(exc)
-                outbox.record_failure(
-                    rt.conn, msg_id, now, str(exc), retry_after_s=retry_s, rng=rng
-                )
-                report.deferred[msg_id] = str(exc)
+        for row, answer in zip(rows, answers, strict=True):
+            if isinstance(answer, GatewayError):
+                _refused(rt, str(row["id"]), answer, now, report, rng)
             else:
-                outbox.park(rt.conn, msg_id, str(exc))
-                report.failed[msg_id] = str(exc)
-            continue
-        receipt = answer.get("receipt") or {}
-        accepted_at = (answer.get("message") or {}).get("accepted_at") or format_ts(now)
-        with transaction(rt.conn):
-            if isinstance(receipt.get("id"), str):
-                receipts.record(
-                    rt.conn,
-                    receipt,
-                    {**envelope, "id": receipt.get("msg_id", msg_id)},
-                    queued_at=str(row["created_at"]),
-                    accepted_at=str(accepted_at),
-                )
-            outbox.delete(rt.conn, msg_id)
-        report.sent.append(msg_id)
+                _accepted(rt, row, answer, now)
+                report.sent.append(str(row["id"]))
+
+
+def _refused(
+    rt: Runtime,
+    msg_id: str,
+    exc: GatewayError,
+    now: datetime,
+    report: FlushReport,
+    rng: random.Random | None,
+) -> None:
+    if exc.code == LANE_HELD:  # not tried: goes again, after its lane's head
+        report.deferred[msg_id] = str(exc)
+    elif exc.retryable:
+        outbox.record_failure(
+            rt.conn, msg_id, now, str(exc), retry_after_s=_retry_after_s(exc), rng=rng
+        )
+        report.deferred[msg_id] = str(exc)
+    else:
+        outbox.park(rt.conn, msg_id, str(exc))
+        report.failed[msg_id] = str(exc)
+
+
+def _accepted(rt: Runtime, row: sqlite3.Row, answer: dict[str, Any], now: datetime) -> None:
+    msg_id = str(row["id"])
+    envelope: dict[str, Any] = json.loads(bytes(row["body"]))
+    receipt = answer.get("receipt") or {}
+    accepted_at = (answer.get("message") or {}).get("accepted_at") or format_ts(now)
+    with transaction(rt.conn):
+        if isinstance(receipt.get("id"), str):
+            receipts.record(
+                rt.conn,
+                receipt,
+                {**envelope, "id": receipt.get("msg_id", msg_id)},
+                queued_at=str(row["created_at"]),
+                accepted_at=str(accepted_at),
+            )
+        outbox.delete(rt.conn, msg_id)

@@ -3,10 +3,12 @@ workload over raw NATS JetStream as the ceiling.
 
 The gateway runs as its own process (``agentbus-gateway serve``) on a throwaway PostgreSQL and
 NATS unless URLs are given. Two agents are registered with sidecar keys; the sending client signs
-envelopes with the sidecar's envelope module and posts them to ``POST /v1/messages``, the
+envelopes with the sidecar's envelope module and flushes them as a sidecar flushes its outbox:
+the messages of the lane queued so far, up to 100, in one ``POST /v1/messages/batch``, with one
+request in flight (the next batch of a lane waits for the answer to the previous one). The
 receiving client long-polls ``GET /v1/inbox`` and application-acks each pulled batch with
 ``POST /v1/inbox/read`` (which records the transport ack too). A message's latency runs from
-just before its send request to the answer of the read that acked it. Both clients are the
+the moment it is queued to the answer of the read that acked it. Both clients are the
 lean keep-alive HTTP/1.1 client of ``benchhttp``, in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
 share of the CPU is the HTTP traffic.
@@ -67,7 +69,7 @@ from agentbus.store import plans
 GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
 UNLIMITED = {"publish_per_minute": 10**9, "pending_per_agent": 10**9}
 UNPACED_IN_FLIGHT = 32
-SEND_CONNECTIONS = 64
+BATCH_MAX = 100
 SLUG = "bench"
 Emit = Callable[[dict[str, Any]], None]
 
@@ -297,7 +299,7 @@ def _ok(status: int, body: dict[str, Any]) -> dict[str, Any]:
 
 class GatewayBench:
     def __init__(self, url: str, sender: Agent, receiver: Agent, meter: CpuMeter) -> None:
-        self.send_client = benchhttp.Client(url, SEND_CONNECTIONS, _bearer(sender))
+        self.send_client = benchhttp.Client(url, 1, _bearer(sender))
         self.recv_client = benchhttp.Client(url, 1, _bearer(receiver))
         self.sender, self.receiver, self.meter = sender, receiver, meter
         self.conversation: str | None = None
@@ -315,26 +317,43 @@ class GatewayBench:
         self.conversation = self.conversation or env["conversation"]
         return canonical_json(sign_envelope(env, self.sender.key))
 
-    async def run(self, result: Result, *, in_flight: int = UNPACED_IN_FLIGHT) -> Result:
+    async def run(self, result: Result) -> Result:
         sent_at: dict[str, float] = {}
         remaining = result.messages
         done = asyncio.Event()
         bodies = [self.envelope(n) for n in range(result.messages)]
         ids = [json.loads(body)["id"] for body in bodies]
+        queued: list[int] = []
+        wake = asyncio.Event()
 
         async def send(n: int) -> None:
+            """The agent hands the message to its sidecar, which queues it in the outbox."""
+            sent_at[ids[n]] = time.perf_counter()
+            queued.append(n)
+            wake.set()
+
+        async def flush() -> None:
+            """The sidecar's flush of the lane: everything queued, up to a batch, one request
+            in flight (a lane's next batch waits for the answer to the previous one)."""
             nonlocal remaining
-            body, msg_id = bodies[n], ids[n]
-            sent_at[msg_id] = time.perf_counter()
-            status, _ = await self.send_client.request(
-                "POST", "/v1/messages", body, "application/json"
-            )
-            if status != 202:
-                result.errors += 1
-                sent_at.pop(msg_id, None)
-                remaining -= 1
-                if remaining <= 0:
-                    done.set()
+            while remaining > 0:
+                await wake.wait()
+                wake.clear()
+                while queued:
+                    batch, queued[:] = queued[:BATCH_MAX], queued[BATCH_MAX:]
+                    body = b'{"envelopes":[' + b",".join(bodies[n] for n in batch) + b"]}"
+                    status, content = await self.send_client.request(
+                        "POST", "/v1/messages/batch", body, "application/json"
+                    )
+                    answer = json.loads(content) if status == 200 else {}
+                    results = answer.get("results") or [{}] * len(batch)
+                    for n, item in zip(batch, results, strict=True):
+                        if item.get("status") not in (200, 202):
+                            result.errors += 1
+                            sent_at.pop(ids[n], None)
+                            remaining -= 1
+                    if remaining <= 0:
+                        done.set()
 
         async def receive() -> None:
             nonlocal remaining
@@ -361,16 +380,17 @@ class GatewayBench:
                     remaining -= 1
             done.set()
 
-        receiver = asyncio.create_task(receive())
+        workers = [asyncio.create_task(receive()), asyncio.create_task(flush())]
         cpu = self.meter.take()
         begin = time.perf_counter()
-        await drive(result.messages, result.rate, send, in_flight=in_flight)
+        await drive(result.messages, result.rate, send, in_flight=1)
         await asyncio.wait_for(done.wait(), timeout=120)
         result.elapsed_s = time.perf_counter() - begin
         result.measure(self.meter, cpu)
-        receiver.cancel()
-        with suppress(asyncio.CancelledError):
-            await receiver
+        for worker in workers:
+            worker.cancel()
+            with suppress(asyncio.CancelledError):
+                await worker
         return result
 
 
@@ -474,7 +494,7 @@ async def run_bench(
     bench = GatewayBench(dep.url, sender, receiver, meter)
     try:
         if warmup:
-            await bench.run(Result("gateway", "warmup", warmup, None), in_flight=4)
+            await bench.run(Result("gateway", "warmup", warmup, None))
         paced = (await bench.run(Result("gateway", "paced", messages, rate))).summary()
         emit(paced)
         unpaced = (await bench.run(Result("gateway", "unpaced", messages, None))).summary()

@@ -11,6 +11,7 @@ concurrent twin with the same id waits on the id's lock taken during validation
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -20,7 +21,7 @@ from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.payloads import store_payload
 from agentbus.gateway.principals import AgentPrincipal
-from agentbus.gateway.publish import publish_message
+from agentbus.gateway.publish import ensure_tenant_stream, publish_message
 from agentbus.gateway.receipts import ReceiptFor, issue_receipts
 from agentbus.gateway.schemas import MESSAGE, TASK_REQUEST
 from agentbus.gateway.store import messages
@@ -95,6 +96,10 @@ async def finish_sends(
     NATS connection, without waiting for one PubAck before the next publish), then record every
     sequence and signed receipt in one statement. ``accepted`` pairs a send with the response's
     ``task`` member."""
+    # The stream first, once: with nothing left to wait for before its write, each publish
+    # below reaches the connection in the order of ``accepted``, which is the lanes' order.
+    with contextlib.suppress(Exception):  # not ready: each publish says so and returns None
+        await ensure_tenant_stream(gw, principal.tenant_id)
     seqs = await asyncio.gather(
         *(publish_message(gw, send.message, record_seq=False) for send, _ in accepted)
     )

@@ -89,11 +89,12 @@ async def set_stream_seq(
 async def unpublished(
     conn: Conn, tenant_id: uuid.UUID, *, older_than: timedelta, limit: int
 ) -> list[Row]:
-    """Accepted rows without a sequence, oldest first (the ``messages_unpublished`` index)."""
+    """Accepted rows without a sequence, oldest first (the ``messages_unpublished`` index);
+    the rows of one batch share ``accepted_at``, and their ids keep each lane's send order."""
     cur = await conn.execute(
         f"""{SELECT} WHERE m.tenant_id = %s AND m.stream_seq IS NULL AND m.status = 'accepted'
               AND m.accepted_at < now() - %s::interval
-            ORDER BY m.accepted_at LIMIT %s""",
+            ORDER BY m.accepted_at, m.id LIMIT %s""",
         (tenant_id, older_than, limit),
     )
     return await cur.fetchall()
