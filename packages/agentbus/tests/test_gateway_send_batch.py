@@ -170,3 +170,24 @@ async def test_a_batch_cannot_address_another_tenant(
     assert [r["problem"]["code"] for r in results[:2]] == ["AB-7001", "AB-2013"]
     info = await gateway.broker.js.stream_info(broker.stream_name(globex.tenant_id))
     assert info.state.messages == 0
+
+
+async def test_a_refusal_after_the_signature_check_holds_the_rest_of_its_lane(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob")
+    lane = {"conversation": format_id("cnv", uuid7())}
+    before = alice.sign(alice.envelope(bob.address, {"text": "fine"}, **lane))
+    off_schema = alice.sign(alice.envelope(bob.address, {"txet": "typo"}, **lane))
+    after = alice.sign(alice.envelope(bob.address, {"text": "held"}, **lane))
+    nowhere = alice.sign(alice.envelope("agent://acme/main/nobody", {"text": "lost"}))
+
+    reply = await post_batch(gateway_client, alice, [before, off_schema, nowhere, after])
+
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == [202, 422, 404, 409]
+    codes = [r["problem"]["code"] for r in results[1:]]
+    assert codes == ["AB-2007", "AB-3002", "AB-2021"]
+    assert await stored_seqs(gateway, world, [after["id"], nowhere["id"]]) == [None, None]

@@ -6,12 +6,13 @@ statement, its own transaction. A batch of sends shares both.
 ``send_envelope`` runs ``insert_send`` in the same transaction that validated the envelope (a
 refused envelope raises before anything is stored, and the rollback leaves nothing behind). A
 concurrent twin with the same id waits on the id's lock taken during validation
-(``messages.claim_id``) and is answered as a replay of the first."""
+(``messages.claim_ids``) and is answered as a replay of the first."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -19,7 +20,7 @@ from platformkit.db.scope import Conn
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
-from agentbus.gateway.payloads import store_payload
+from agentbus.gateway.payloads import seal_payload
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import ensure_tenant_stream, publish_message
 from agentbus.gateway.receipts import ReceiptFor, issue_receipts
@@ -66,15 +67,21 @@ def _row_values(send: PendingSend, payload_ref: str, dek_version: int) -> dict[s
 
 
 async def insert_send(
-    conn: Conn, gw: Gateway, send: PendingSend, rules: TaskRules | None
+    conn: Conn,
+    gw: Gateway,
+    send: PendingSend,
+    rules: TaskRules | None,
+    uploads: list[Awaitable[None]],
 ) -> dict[str, Any] | None:
-    """Steps 3-4 inside the caller's transaction (the one that validated the send): seal and
-    store the payload, insert the conversation (if new), the ``messages`` row and the task
-    rows; the response's ``task`` member. A unique violation on the message id (a concurrent
+    """Steps 3-4 inside the caller's transaction (the one that validated the send): seal the
+    payload and add its upload to ``uploads`` (the caller awaits them all before the commit),
+    insert the conversation (if new), the ``messages`` row and the task rows; the response's
+    ``task`` member. A unique violation on the message id (a concurrent
     twin committed first) propagates, and the caller answers with a replay."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
     assert send.recipient is not None
-    payload_ref, dek_version = await store_payload(conn, gw, tid, env.msg_id, send.plaintext)
+    payload_ref, sealed, dek_version = await seal_payload(conn, gw, tid, env.msg_id, send.plaintext)
+    uploads.append(gw.objects.put(payload_ref, sealed))
     if send.conversation is None:
         title = env.data.get("title") if env.type in (MESSAGE, TASK_REQUEST) else None
         send.conversation = await join_conversation(

@@ -32,11 +32,12 @@ from agentbus.ids import format_id
 from agentbus.keys import store_wrapped_key
 
 
-async def store_payload(
+async def seal_payload(
     conn: Conn, gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
-) -> tuple[str, int]:
-    """Seal and upload; ``(payload_ref, dek_version)``. The key is derived from the id, so a
-    retried upload overwrites the same object (AB-9004, AB-9020 on failure).
+) -> tuple[str, bytes, int]:
+    """``(payload_ref, sealed, dek_version)``: the object to upload under ``payload_ref``. The
+    key is derived from the id, so a retried upload overwrites the same object (AB-9020 when
+    the data key cannot be unwrapped; the upload's failure is AB-9004).
 
     ``conn`` is the caller's tenant transaction (the send's): the tenant's active data key is
     read on it (or, for a tenant without one, created in it), so the send path never holds one
@@ -50,9 +51,7 @@ async def store_payload(
     except UnwrapError as exc:
         raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
     sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=format_id("msg", msg_id))
-    key = payload_key(tenant_id, msg_id)
-    await gw.objects.put(key, sealed)
-    return key, sealed_key_id(sealed)
+    return payload_key(tenant_id, msg_id), sealed, sealed_key_id(sealed)
 
 
 async def load_payload_bytes(gw: Gateway, row: dict[str, Any]) -> bytes:

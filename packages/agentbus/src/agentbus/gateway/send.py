@@ -23,18 +23,19 @@ tenant and the recipient come from ``gw.directory`` (one-second copies).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from platformkit.db.scope import Conn
+from platformkit.db.scope import Conn, tenant_transaction
 
-from agentbus.db import pipelined_transaction
+from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.errors import AgentBusError
 from agentbus.gateway import errors as e
-from agentbus.gateway.accept import finish_sends, insert_send
+from agentbus.gateway.accept import Task, finish_sends, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import admit
@@ -88,19 +89,12 @@ async def _validate(
     send: PendingSend,
     rules: TaskRules | None,
     now: datetime,
-    joined: dict[uuid.UUID, dict[str, Any]],
-) -> SendResult | dict[str, Any] | None:
-    """Steps 3-10; the existing row for a replay, a hook's answer, or None to go on.
-    ``joined``: the conversations that earlier envelopes of the batch joined."""
+    found: dict[str, Any] | None,
+) -> SendResult | None:
+    """Steps 5-11 for an envelope whose signature verified and whose id is new: a hook's answer,
+    or None to go on. ``found``: its conversation as the batch knows it (None: new, created with
+    the message)."""
     env, principal = send.envelope, send.principal
-    verify_signature(env, await _usable_key(conn, gw, env, principal, now))
-    # queued now, so the conversation comes back in the claim's round trip
-    conversation = await conversations.conversation_cursor(
-        conn, principal.tenant_id, env.conversation_id
-    )
-    existing, send.accepted_at = await messages.claim_id(conn, principal.tenant_id, env.msg_id)
-    if existing is not None:
-        return existing
     send.plaintext, send.payload_sha256 = check_type_and_data(env)
     if env.type != MESSAGE and rules is None:
         raise e.TypeUnknown(f"{env.type} is sent through the task routes")
@@ -113,8 +107,6 @@ async def _validate(
     )
     if "replyto" in env.raw:
         await check_reply_to(conn, tenant["slug"], send.sender, env.get("replyto"))
-    found = await conversation.fetchone()  # None: new, created with the message
-    found = joined.get(env.conversation_id, found)
     send.conversation = None if found is None else admit(found, send.sender, send.recipient)
     if rules is not None:
         answer = await rules.check(conn, send)
@@ -123,6 +115,21 @@ async def _validate(
     await _decide(gw, send)
     await gw.limits.check(conn, gw.broker, send)
     return None
+
+
+async def _claim(
+    conn: Conn, tenant_id: uuid.UUID, sends: list[PendingSend]
+) -> tuple[dict[uuid.UUID, dict[str, Any]], dict[uuid.UUID, dict[str, Any]], datetime]:
+    """Step 4 for every envelope at once, in one round trip: the rows that exist under their
+    ids (after locking the ids), their conversations that exist, and the transaction's time."""
+    cursor = await conversations.conversations_cursor(
+        conn, tenant_id, list({send.envelope.conversation_id for send in sends})
+    )
+    existing, accepted_at = await messages.claim_ids(
+        conn, tenant_id, [send.envelope.msg_id for send in sends]
+    )
+    known = {row["id"]: row for row in await cursor.fetchall()}
+    return existing, known, accepted_at
 
 
 async def _decide(gw: Gateway, send: PendingSend) -> None:
@@ -234,48 +241,102 @@ async def _send(
         principal.tenant_id, principal.agent_id, principal.workspace_id, principal.owner_user_id
     )
     answers: list[Answer | None] = [None] * len(items)
-    replays: list[tuple[int, Parsed, dict[str, Any], TaskRules | None]] = []
-    accepted: list[tuple[int, PendingSend, dict[str, Any] | None]] = []
-    held: set[Lane] = set()
-    joined: dict[uuid.UUID, dict[str, Any]] = {}
+    refused: dict[Lane, int] = {}  # lane -> position of its first refused envelope
+
+    def refuse(i: int, lane: Lane, exc: AgentBusError) -> None:
+        answers[i] = _refusal(exc)
+        refused[lane] = min(i, refused.get(lane, i))
+
+    def hold(i: int, lane: Lane) -> bool:
+        held = refused.get(lane, i) < i
+        if held:
+            answers[i] = e.LaneHeld("an earlier envelope of this lane was refused; send again")
+        return held
+
+    replays: list[tuple[int, Parsed, dict[str, Any] | None, TaskRules | None]] = []
+    accepted: list[tuple[int, PendingSend, Task]] = []
+    uploads: list[Awaitable[None]] = []
+    joined: dict[uuid.UUID, dict[str, Any]] = {}  # conversations this batch joined
     async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
-        for i, (lane, env) in enumerate(items):
-            if lane in held:
-                answers[i] = e.LaneHeld("an earlier envelope of this lane was refused; send again")
+        signed: list[tuple[int, Lane, PendingSend]] = []
+        for i, (lane, env) in enumerate(items):  # steps 1-3
+            if hold(i, lane):
                 continue
             if isinstance(env, AgentBusError):
-                answers[i] = _refusal(env)
-                held.add(lane)
+                refuse(i, lane, env)
                 continue
+            try:
+                verify_signature(env, await _usable_key(conn, gw, env, principal, now))
+            except AgentBusError as exc:
+                refuse(i, lane, exc)
+                continue
+            signed.append((i, lane, PendingSend(principal, env, {}, sender)))
+        if not signed:
+            return [a for a in answers if a is not None]
+        existing, known, accepted_at = await _claim(
+            conn, principal.tenant_id, [send for _, _, send in signed]
+        )
+        inserted: dict[uuid.UUID, bytes] = {}  # id -> signature, of this batch's new rows
+        for i, lane, send in signed:  # steps 4-12
+            env = send.envelope
             rules = None if env.type == MESSAGE else (task_rules or gw.task_rules)
-            send = PendingSend(principal, env, {}, sender)
+            row = existing.get(env.msg_id)
+            signature = bytes(row["sig"]) if row is not None else inserted.get(env.msg_id)
+            if hold(i, lane):
+                continue
+            if signature is not None and signature != env.signature:
+                refuse(
+                    i, lane, e.MessageIdConflict(f"{env.raw['id']} exists with another envelope")
+                )
+                continue
+            if signature is not None:  # a replay, of an earlier request or of this batch
+                replays.append((i, env, row, rules))
+                continue
+            send.accepted_at = accepted_at
+            found = joined.get(env.conversation_id) or known.get(env.conversation_id)
             try:
                 async with _undo_on_refusal(conn, rules):
-                    outcome = await _validate(conn, gw, send, rules, now, joined)
-                    task = None if outcome is not None else await insert_send(conn, gw, send, rules)
+                    outcome = await _validate(conn, gw, send, rules, now, found)
+                    if outcome is None:
+                        task = await insert_send(conn, gw, send, rules, uploads)
             except AgentBusError as exc:
-                answers[i] = _refusal(exc)
-                held.add(lane)
+                refuse(i, lane, exc)
                 continue
-            if isinstance(outcome, SendResult):
+            if outcome is not None:
                 answers[i] = outcome
-            elif outcome is not None:
-                replays.append((i, env, outcome, rules))
-            else:
-                accepted.append((i, send, task))
-                joined[env.conversation_id] = _with_sender(send)
+                continue
+            accepted.append((i, send, task))
+            inserted[env.msg_id] = env.signature
+            joined[env.conversation_id] = _with_sender(send)
+        await asyncio.gather(*uploads)  # every payload is stored before its row commits
     if accepted:
         finished = await finish_sends(gw, principal, [(s, t) for _, s, t in accepted])
         for (i, _, _), result in zip(accepted, finished, strict=True):
             answers[i] = result
-    for i, env, existing, rules in replays:
-        try:
-            answers[i] = await replay_send(gw, principal, env, existing, rules)
-        except AgentBusError as exc:
-            answers[i] = _refusal(exc)
+    for i, env, row, rules in replays:
+        answers[i] = await _replay(gw, principal, env, row, rules)
     done = [a for a in answers if a is not None]
     assert len(done) == len(items), "every envelope is answered"
     return done
+
+
+async def _replay(
+    gw: Gateway,
+    principal: AgentPrincipal,
+    env: Parsed,
+    row: dict[str, Any] | None,
+    rules: TaskRules | None,
+) -> Answer:
+    """A replayed envelope's answer; ``row`` None: its twin earlier in the batch, now
+    committed."""
+    if row is None:
+        async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
+            row = await messages.find_message(conn, principal.tenant_id, env.msg_id)
+        assert row is not None, "the twin committed with the batch"
+    try:
+        return await replay_send(gw, principal, env, row, rules)
+    except AgentBusError as exc:
+        return _refusal(exc)
 
 
 @contextlib.asynccontextmanager

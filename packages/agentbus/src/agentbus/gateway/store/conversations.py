@@ -28,6 +28,16 @@ async def conversation_cursor(
     )
 
 
+async def conversations_cursor(
+    conn: Conn, tenant_id: uuid.UUID, conversation_ids: list[uuid.UUID]
+) -> AsyncCursor[Row]:
+    """``conversation_cursor`` for several ids: the rows that exist, fetched later."""
+    return await conn.execute(
+        f"SELECT {COLUMNS} FROM conversations WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, conversation_ids),
+    )
+
+
 async def get_conversation(
     conn: Conn, tenant_id: uuid.UUID, conversation_id: uuid.UUID, *, lock: bool = False
 ) -> Row | None:

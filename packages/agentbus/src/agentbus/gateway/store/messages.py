@@ -28,7 +28,7 @@ ID_SLACK = timedelta(minutes=5)
 
 async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> None:
     """Insert the row; ``values`` carry ``accepted_at`` (the transaction's time, from
-    ``claim_id``), so nothing comes back and in a pipelined transaction the insert travels
+    ``claim_ids``), so nothing comes back and in a pipelined transaction the insert travels
     with the COMMIT. A failure surfaces at the next fetch or at the end of the transaction."""
     names = list(values)
     params = [Jsonb(v) if n == "budget" and v is not None else v for n, v in values.items()]
@@ -46,21 +46,30 @@ def id_lock_key(tenant_id: uuid.UUID, msg_id: uuid.UUID) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-async def claim_id(
-    conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID
-) -> tuple[Row | None, datetime]:
-    """``find_message`` for a send, after locking the id until the end of the transaction; and
-    the transaction's time (``now()``, the default of ``accepted_at``) for the new row.
+async def claim_ids(
+    conn: Conn, tenant_id: uuid.UUID, msg_ids: list[uuid.UUID]
+) -> tuple[dict[uuid.UUID, Row], datetime]:
+    """``find_message`` for the ids of a send, after locking each id until the end of the
+    transaction; and the transaction's time (``now()``, the default of ``accepted_at``) for the
+    new rows.
 
     ``messages`` is partitioned by ``accepted_at``, so no unique index can hold the id alone and
     two concurrent requests with the same envelope (a client's retry while the first is still
     running, a CLI and its sidecar sending one outbox row) would both insert. The second now
-    waits for the first to commit or roll back, then sees its row and answers a replay."""
-    # Inside the send's pipelined transaction the lock and the lookup share one round trip.
+    waits for the first to commit or roll back, then sees its row and answers a replay. The locks
+    are taken in key order, so two requests sharing several ids cannot deadlock."""
+    keys = sorted({id_lock_key(tenant_id, msg_id) for msg_id in msg_ids})
+    # Inside the send's pipelined transaction the locks and the lookup share one round trip.
     lock = await conn.execute(
-        "SELECT pg_advisory_xact_lock(%s), now() AS now", (id_lock_key(tenant_id, msg_id),)
+        """SELECT now() AS now, (SELECT count(*) FROM (
+               SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k) AS held) AS held""",
+        (keys,),
     )
-    existing = await find_message(conn, tenant_id, msg_id)
+    found = await conn.execute(
+        f"{SELECT} WHERE m.tenant_id = %s AND m.id = ANY(%s) AND m.accepted_at >= %s",
+        (tenant_id, msg_ids, min(uuid7_time(msg_id) for msg_id in msg_ids) - ID_SLACK),
+    )
+    existing = {row["id"]: row for row in await found.fetchall()}
     locked = await lock.fetchone()  # arrived with the lookup's result
     assert locked is not None
     return existing, locked["now"]
