@@ -1,21 +1,25 @@
-"""Where encrypted payloads live: a small Protocol over obstore (data model §3, §4).
+"""Where encrypted payloads live: a small Protocol, over obstore for object stores (data model
+§3, §4).
 
-``LocalStore`` under ``<config_dir>/objects`` is the embedded default; ``s3://bucket/prefix``
-(or any URL obstore understands) selects S3 and friends, with credentials from the usual
-environment variables. Keys are the conventions' ``tenants/ten_<hex>/payloads/YYYY/MM/DD/
-msg_<hex>.bin``, dated by the message id, so a retried upload lands on the same object.
-Failures surface as AB-9004.
+The embedded default is a directory, ``<config_dir>/objects``, written and read with plain file
+calls on the event loop (``LocalObjects``; docs/decisions/0010: obstore's local store hands each
+call to its runtime's threads, which cost more than the file work itself). ``s3://bucket/prefix``
+(or any URL obstore understands, ``file://`` included) selects obstore, for S3 and friends with
+credentials from the usual environment variables. Keys are the conventions'
+``tenants/ten_<hex>/payloads/YYYY/MM/DD/msg_<hex>.bin``, dated by the message id, so a retried
+upload lands on the same object. Failures surface as AB-9004.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 from typing import Protocol
 
 import obstore
 from obstore.exceptions import NotFoundError
-from obstore.store import LocalStore, from_url
+from obstore.store import from_url
 
 from agentbus.gateway.errors import ObjectStoreUnavailable
 from agentbus.gateway.wire import uuid7_time
@@ -68,11 +72,61 @@ class ObstoreObjects:
             raise ObjectStoreUnavailable(f"deleting {key} failed") from exc
 
 
+class LocalObjects:
+    """An ``ObjectStore`` in a directory (created 0700, objects 0600). A put writes the object
+    in place: nothing refers to a key before the row naming it commits, which is after the put
+    returned, and a put is repeated whole (same key, same bytes) when a send is retried."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.description = f"local:{root}"
+        self._dirs: set[Path] = set()
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def __repr__(self) -> str:
+        return f"LocalObjects({self.root})"
+
+    def _path(self, key: str) -> Path:
+        path = self.root / key
+        if ".." in Path(key).parts or Path(key).is_absolute():
+            raise ValueError(f"not an object key: {key!r}")
+        return path
+
+    async def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        try:
+            if path.parent not in self._dirs:
+                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                self._dirs.add(path.parent)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise ObjectStoreUnavailable(f"storing {key} failed") from exc
+
+    async def get(self, key: str) -> bytes:
+        try:
+            return self._path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise ObjectMissing(key) from exc
+        except OSError as exc:
+            raise ObjectStoreUnavailable(f"reading {key} failed") from exc
+
+    async def delete(self, key: str) -> None:
+        try:
+            self._path(key).unlink(missing_ok=True)
+        except OSError as exc:
+            raise ObjectStoreUnavailable(f"deleting {key} failed") from exc
+
+
 def open_object_store(url: str | None, local_dir: Path) -> ObjectStore:
-    """The configured store, or a local directory (created 0700) when ``url`` is unset."""
+    """The configured store, or the local directory when ``url`` is unset."""
     if url is None:
-        local_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return ObstoreObjects(LocalStore(prefix=local_dir), f"local:{local_dir}")
+        return LocalObjects(local_dir)
     return ObstoreObjects(from_url(url), url.split("?", 1)[0])
 
 

@@ -1,0 +1,69 @@
+"""The payload store's contract, on the embedded directory and on obstore (a ``file://`` URL,
+as an S3 bucket would be reached): what is put is got back byte for byte, a put under the same
+key replaces the object, a missing key is ``ObjectMissing``, a delete is idempotent; the
+directory's objects are private to the gateway's user."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from agentbus.gateway.errors import ObjectStoreUnavailable
+from agentbus.gateway.objectstore import (
+    LocalObjects,
+    ObjectMissing,
+    ObjectStore,
+    open_object_store,
+)
+
+KEY = "tenants/ten_0a/payloads/2026/11/30/msg_0b.bin"
+
+
+@pytest.fixture(params=["local", "obstore"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    if request.param == "local":
+        return open_object_store(None, tmp_path / "objects")
+    (tmp_path / "bucket").mkdir()
+    return open_object_store(f"file://{tmp_path / 'bucket'}", tmp_path / "unused")
+
+
+async def test_put_get_replace_delete(store: ObjectStore) -> None:
+    await store.put(KEY, b"\x00sealed bytes\xff")
+    assert await store.get(KEY) == b"\x00sealed bytes\xff"
+    await store.put(KEY, b"retried")  # a retried send writes the same key again
+    assert await store.get(KEY) == b"retried"
+    large = os.urandom(300 * 1024)
+    await store.put(KEY + ".large", large)
+    assert await store.get(KEY + ".large") == large
+    await store.delete(KEY)
+    with pytest.raises(ObjectMissing):
+        await store.get(KEY)
+    await store.delete(KEY)  # gone already: nothing to do
+
+
+def test_the_default_is_the_directory_store(tmp_path: Path) -> None:
+    assert isinstance(open_object_store(None, tmp_path / "objects"), LocalObjects)
+
+
+async def test_the_directory_keeps_objects_private(tmp_path: Path) -> None:
+    store = LocalObjects(tmp_path / "objects")
+    await store.put(KEY, b"x")
+    assert stat.S_IMODE((tmp_path / "objects").stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "objects" / KEY).stat().st_mode) == 0o600
+
+
+async def test_the_directory_refuses_keys_outside_it(tmp_path: Path) -> None:
+    store = LocalObjects(tmp_path / "objects")
+    for key in ("../escape.bin", "/etc/passwd", "tenants/../../escape.bin"):
+        with pytest.raises(ValueError, match="not an object key"):
+            await store.put(key, b"x")
+    assert not (tmp_path / "escape.bin").exists()
+
+
+async def test_a_failing_directory_is_object_store_unavailable(tmp_path: Path) -> None:
+    store = LocalObjects(tmp_path / "objects")
+    (tmp_path / "objects" / "tenants").write_bytes(b"a file where a folder must be")
+    with pytest.raises(ObjectStoreUnavailable):
+        await store.put(KEY, b"x")
