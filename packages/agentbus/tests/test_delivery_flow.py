@@ -125,12 +125,14 @@ async def test_read_of_a_fetched_message_settles_its_jetstream_copy(
     reads = [{"msg_id": e["id"]} for e in envs]
     results = await settle(client, bob, "read", reads)
     assert [r["result"] for r in results] == ["ok", "ok", "ok"]
-    info = (
-        await nats_client(gateway.broker)
-        .jetstream()
-        .consumer_info(f"T_{world.tenant_id.hex}", f"agt_{parse_id('agt', bob.agent_id).hex}")
-    )
-    assert info.num_ack_pending == 0  # acked with the read, not left to AckWait
+    js = nats_client(gateway.broker).jetstream()
+    stream, consumer = f"T_{world.tenant_id.hex}", f"agt_{parse_id('agt', bob.agent_id).hex}"
+    for _ in range(40):  # the ack is published, not awaited: give JetStream a moment
+        if (await js.consumer_info(stream, consumer)).num_ack_pending == 0:
+            break
+        await asyncio.sleep(0.05)
+    # acked with the read within 2 s, not left to AckWait (30 s)
+    assert (await js.consumer_info(stream, consumer)).num_ack_pending == 0
     assert (await poll(client, bob))["deliveries"] == []
 
 

@@ -11,9 +11,10 @@ Every request goes to a fresh inbox that is unsubscribed at the end; the server 
 requests whose reply subject lost interest, so an abandoned long-poll releases its request, and
 copies that reached the inbox but are not returned are naked without delay.
 
-Settling uses the reply subject alone, so any gateway instance can settle any delivery: the
-transport ack is a confirmed ``+ACK`` (request/reply, 2 s), a nak is ``-NAK {"delay": ns}``, a
-refusal ``+TERM``.
+Settling uses the reply subject alone, so any gateway instance can settle any delivery: an
+ack is ``+ACK``, a nak ``-NAK {"delay": ns}``, a refusal ``+TERM``, published (``settle_quietly``);
+``ack`` waits for JetStream's reply (request/reply, 2 s), for the advisory consumer of
+``delivery.dlq``.
 """
 
 from __future__ import annotations

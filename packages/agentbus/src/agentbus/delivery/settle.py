@@ -10,7 +10,6 @@ move a message are written together by one statement (``store.ack_many``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nats.aio.client import Client
 from platformkit.db.scope import Conn
 
 from agentbus.db import pipelined_transaction
@@ -117,22 +115,17 @@ async def _run(
 
 
 async def _settle(svc: DeliveryService, settles: list[tuple[str, AckSubject, int]]) -> None:
+    """Settle the JetStream copies after the commit, each one a publish on the gateway's
+    connection without waiting for JetStream's reply: a lost one costs a redelivery after
+    AckWait, which triage drops."""
     if not settles:
         return
     try:
         nc = nats_client(svc.gateway.broker)
     except Exception:
         return  # PostgreSQL holds every fact; AckWait and triage do the rest
-    await asyncio.gather(*(_one_settle(nc, *s) for s in settles), return_exceptions=True)
-
-
-async def _one_settle(nc: Client, verb: str, subject: AckSubject, delay_ms: int) -> None:
-    if verb == "ack":
-        await jetstream.ack(nc, subject.reply)
-    elif verb == "nak":
-        await jetstream.nak(nc, subject.reply, delay_ms)
-    else:
-        await jetstream.term(nc, subject.reply)
+    for verb, subject, delay_ms in settles:
+        await jetstream.settle_quietly(nc, subject.reply, verb, delay_ms)
 
 
 def _settled(row: Row) -> bool:
