@@ -15,8 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI
+from platformkit.http import FastJSONResponse
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from agentbus.delivery import bodies, longpoll, pull, settle
 from agentbus.delivery.background import background
@@ -63,7 +64,7 @@ async def get_inbox(request: Request) -> Response:
         body["replaced"] = True
     else:
         body["pending_estimate"] = await pending_estimate(svc, who)
-    return JSONResponse(body)
+    return FastJSONResponse(body)
 
 
 def _checked(request: Request, who: AgentPrincipal, items: list[Any]) -> list[Item]:
@@ -74,21 +75,21 @@ async def post_ack(request: Request) -> Response:
     who = await _receiver(request)
     body = await read_model(request, bodies.Acks, bodies.BODY_MAX)
     results = await settle.ack(service_of(request), who, _checked(request, who, body.acks))
-    return JSONResponse({"results": results})
+    return FastJSONResponse({"results": results})
 
 
 async def post_nak(request: Request) -> Response:
     who = await _receiver(request)
     body = await read_model(request, bodies.Naks, bodies.BODY_MAX)
     results = await settle.nak(service_of(request), who, _checked(request, who, body.naks))
-    return JSONResponse({"results": results})
+    return FastJSONResponse({"results": results})
 
 
 async def post_term(request: Request) -> Response:
     who = await _receiver(request)
     body = await read_model(request, bodies.Terms, bodies.BODY_MAX)
     results = await settle.term(service_of(request), who, _checked(request, who, body.terms))
-    return JSONResponse({"results": results})
+    return FastJSONResponse({"results": results})
 
 
 async def post_read(request: Request) -> Response:
@@ -96,7 +97,7 @@ async def post_read(request: Request) -> Response:
     body = await read_model(request, bodies.Reads, bodies.BODY_MAX)
     svc = service_of(request)
     items = [settle.check(svc, who, item, None) for item in bodies.read_items(body)]
-    return JSONResponse({"results": await settle.read(svc, who, items)})
+    return FastJSONResponse({"results": await settle.read(svc, who, items)})
 
 
 router.add_route("/v1/inbox", get_inbox, methods=["GET"], include_in_schema=False)

@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 from nats.aio.msg import Msg
+from platformkit import fastjson
 from platformkit.db.scope import Conn
 
 from agentbus.broker import consumer_name, stream_name
@@ -146,7 +147,7 @@ def _answer(
         envelope["data"] = copy.data
         token = svc.tokens.mint(who.tenant_id, who.agent_id, copy.msg_id, copy.msg.reply or "")
         item = delivery_view(copy.row, copy.attempt, copy.stream_seq, token, envelope, keys)
-        item_size = len(json.dumps(item))
+        item_size = len(fastjson.dumps(item))
         if out and size + item_size > max_bytes:
             # Over the response budget: hand it back at once, first in line for the next pull.
             copy.drop("nak")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from platformkit.http import problem_body
+from platformkit.http import FastJSONResponse, problem_body
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from agentbus.errors import AgentBusError, RequestInvalid
@@ -31,8 +31,8 @@ async def read_send_body(request: Request) -> bytes:
     return await read_capped(request, SEND_BODY_MAX)
 
 
-def send_response(result: SendResult) -> JSONResponse:
-    return JSONResponse(result.body, status_code=result.status, headers=result.headers)
+def send_response(result: SendResult) -> FastJSONResponse:
+    return FastJSONResponse(result.body, status_code=result.status, headers=result.headers)
 
 
 async def post_message(request: Request) -> Response:
@@ -60,7 +60,7 @@ async def post_batch(request: Request) -> Response:
     envelopes = parse_batch_body(raw, request.headers.get("content-type"))
     answers = await send_batch(gw, principal, envelopes)
     instance = request.url.path
-    return JSONResponse({"results": [_item(answer, instance) for answer in answers]})
+    return FastJSONResponse({"results": [_item(answer, instance) for answer in answers]})
 
 
 async def get_message(request: Request) -> Response:
@@ -72,7 +72,7 @@ async def get_message(request: Request) -> Response:
     body = await read_message(
         gw, principal, request.path_params["msg_id"], envelope=include == "envelope"
     )
-    return JSONResponse(body)
+    return FastJSONResponse(body)
 
 
 routes = [

@@ -80,24 +80,24 @@ class LocalObjects:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.description = f"local:{root}"
-        self._dirs: set[Path] = set()
+        self._dirs: set[str] = set()
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def __repr__(self) -> str:
         return f"LocalObjects({self.root})"
 
-    def _path(self, key: str) -> Path:
-        path = self.root / key
-        if ".." in Path(key).parts or Path(key).is_absolute():
+    def _path(self, key: str) -> str:
+        if key.startswith("/") or "\\" in key or ".." in key.split("/"):
             raise ValueError(f"not an object key: {key!r}")
-        return path
+        return os.path.join(self.root, key)
 
     async def put(self, key: str, data: bytes) -> None:
         path = self._path(key)
         try:
-            if path.parent not in self._dirs:
-                path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                self._dirs.add(path.parent)
+            folder = os.path.dirname(path)
+            if folder not in self._dirs:
+                os.makedirs(folder, mode=0o700, exist_ok=True)
+                self._dirs.add(folder)
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             try:
                 view = memoryview(data)
@@ -110,7 +110,7 @@ class LocalObjects:
 
     async def get(self, key: str) -> bytes:
         try:
-            return self._path(key).read_bytes()
+            return _read(self._path(key))
         except FileNotFoundError as exc:
             raise ObjectMissing(key) from exc
         except OSError as exc:
@@ -118,9 +118,17 @@ class LocalObjects:
 
     async def delete(self, key: str) -> None:
         try:
-            self._path(key).unlink(missing_ok=True)
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            return
         except OSError as exc:
             raise ObjectStoreUnavailable(f"deleting {key} failed") from exc
+
+
+def _read(path: str) -> bytes:
+    """A payload file, read on the event loop like ``LocalObjects.put`` writes it."""
+    with open(path, "rb") as file:
+        return file.read()
 
 
 def open_object_store(url: str | None, local_dir: Path) -> ObjectStore:

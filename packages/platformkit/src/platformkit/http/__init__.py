@@ -5,6 +5,7 @@ See docs/platformkit/http.md for how a system uses it.
 """
 
 from platformkit.http.app import add_readiness_check, create_app, install
+from platformkit.http.fastresponse import FastJSONResponse
 from platformkit.http.health import Readiness, ReadinessCheck, pool_check
 from platformkit.http.idempotency import (
     REPLAYED_HEADER,
@@ -36,6 +37,7 @@ from platformkit.http.serve import Server, serve, start_server
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
     "REPLAYED_HEADER",
+    "FastJSONResponse",
     "Idempotency",
     "IdempotencyKeyInProgress",
     "IdempotencyKeyInvalid",
