@@ -41,6 +41,9 @@ async def test_put_get_replace_delete(store: ObjectStore) -> None:
     with pytest.raises(ObjectMissing):
         await store.get(KEY)
     await store.delete(KEY)  # gone already: nothing to do
+    many = [(f"{KEY}.{n}", bytes([n]) * 100) for n in range(20)]
+    await store.put_many(many)
+    assert [await store.get(key) for key, _ in many] == [data for _, data in many]
 
 
 def test_the_default_is_the_directory_store(tmp_path: Path) -> None:
@@ -59,7 +62,10 @@ async def test_the_directory_refuses_keys_outside_it(tmp_path: Path) -> None:
     for key in ("../escape.bin", "/etc/passwd", "tenants/../../escape.bin"):
         with pytest.raises(ValueError, match="not an object key"):
             await store.put(key, b"x")
+        with pytest.raises(ValueError, match="not an object key"):
+            await store.put_many([(KEY, b"fine"), (key, b"x")])
     assert not (tmp_path / "escape.bin").exists()
+    assert not (tmp_path / "objects" / KEY).exists(), "a bad key stops the batch before writes"
 
 
 async def test_a_failing_directory_is_object_store_unavailable(tmp_path: Path) -> None:

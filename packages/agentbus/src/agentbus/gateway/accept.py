@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -71,17 +70,17 @@ async def insert_send(
     gw: Gateway,
     send: PendingSend,
     rules: TaskRules | None,
-    uploads: list[Awaitable[None]],
+    uploads: list[tuple[str, bytes]],
 ) -> dict[str, Any] | None:
     """Steps 3-4 inside the caller's transaction (the one that validated the send): seal the
-    payload and add its upload to ``uploads`` (the caller awaits them all before the commit),
+    payload and add it to ``uploads`` (the caller stores them all before the commit),
     insert the conversation (if new), the ``messages`` row and the task rows; the response's
     ``task`` member. A unique violation on the message id (a concurrent
     twin committed first) propagates, and the caller answers with a replay."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
     assert send.recipient is not None
     payload_ref, sealed, dek_version = await seal_payload(conn, gw, tid, env.msg_id, send.plaintext)
-    uploads.append(gw.objects.put(payload_ref, sealed))
+    uploads.append((payload_ref, sealed))
     if send.conversation is None:
         title = env.data.get("title") if env.type in (MESSAGE, TASK_REQUEST) else None
         send.conversation = await join_conversation(

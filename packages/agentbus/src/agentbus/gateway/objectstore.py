@@ -2,8 +2,9 @@
 §3, §4).
 
 The embedded default is a directory, ``<config_dir>/objects``, written and read with plain file
-calls on the event loop (``LocalObjects``; docs/decisions/0010: obstore's local store hands each
-call to its runtime's threads, which cost more than the file work itself). ``s3://bucket/prefix``
+calls (``LocalObjects``; docs/decisions/0010: obstore's local store hands each call to its
+runtime's threads, which cost more than the file work itself): a send's objects are written by
+one worker thread together, reads happen on the event loop. ``s3://bucket/prefix``
 (or any URL obstore understands, ``file://`` included) selects obstore, for S3 and friends with
 credentials from the usual environment variables. Keys are the conventions'
 ``tenants/ten_<hex>/payloads/YYYY/MM/DD/msg_<hex>.bin``, dated by the message id, so a retried
@@ -12,6 +13,7 @@ upload lands on the same object. Failures surface as AB-9004.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from pathlib import Path
@@ -33,6 +35,10 @@ class ObjectMissing(LookupError):
 class ObjectStore(Protocol):
     async def put(self, key: str, data: bytes) -> None: ...
 
+    async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
+        """Every (key, data) stored when it returns; the first failure raises."""
+        ...
+
     async def get(self, key: str) -> bytes: ...
 
     async def delete(self, key: str) -> None: ...
@@ -53,6 +59,9 @@ class ObstoreObjects:
             await obstore.put_async(self._store, key, data)
         except Exception as exc:
             raise ObjectStoreUnavailable(f"storing {key} failed") from exc
+
+    async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
+        await asyncio.gather(*(self.put(key, data) for key, data in objects))
 
     async def get(self, key: str) -> bytes:
         try:
@@ -91,7 +100,7 @@ class LocalObjects:
             raise ValueError(f"not an object key: {key!r}")
         return os.path.join(self.root, key)
 
-    async def put(self, key: str, data: bytes) -> None:
+    def _write(self, key: str, data: bytes) -> None:
         path = self._path(key)
         try:
             folder = os.path.dirname(path)
@@ -107,6 +116,22 @@ class LocalObjects:
                 os.close(fd)
         except OSError as exc:
             raise ObjectStoreUnavailable(f"storing {key} failed") from exc
+
+    async def put(self, key: str, data: bytes) -> None:
+        await self.put_many([(key, data)])
+
+    async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
+        """One hand-off to a worker thread for all of them: creating files waits on the file
+        system's journal, which PostgreSQL's and NATS's syncs keep busy, and the event loop has
+        other requests to serve meanwhile."""
+        for key, _data in objects:
+            self._path(key)  # a bad key fails here, before anything is written
+
+        def write_all() -> None:
+            for key, data in objects:
+                self._write(key, data)
+
+        await asyncio.to_thread(write_all)
 
     async def get(self, key: str) -> bytes:
         try:
@@ -126,7 +151,8 @@ class LocalObjects:
 
 
 def _read(path: str) -> bytes:
-    """A payload file, read on the event loop like ``LocalObjects.put`` writes it."""
+    """A payload file, read on the event loop (a read of a small cached file costs less than
+    a hand-off to a thread)."""
     with open(path, "rb") as file:
         return file.read()
 

@@ -23,10 +23,9 @@ tenant and the recipient come from ``gw.directory`` (one-second copies).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -255,7 +254,7 @@ async def _send(
 
     replays: list[tuple[int, Parsed, dict[str, Any] | None, TaskRules | None]] = []
     accepted: list[tuple[int, PendingSend, Task]] = []
-    uploads: list[Awaitable[None]] = []
+    uploads: list[tuple[str, bytes]] = []
     joined: dict[uuid.UUID, dict[str, Any]] = {}  # conversations this batch joined
     async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
         signed: list[tuple[int, Lane, PendingSend]] = []
@@ -308,7 +307,8 @@ async def _send(
             accepted.append((i, send, task))
             inserted[env.msg_id] = env.signature
             joined[env.conversation_id] = _with_sender(send)
-        await asyncio.gather(*uploads)  # every payload is stored before its row commits
+        if uploads:  # every payload is stored before its row commits
+            await gw.objects.put_many(uploads)
     if accepted:
         finished = await finish_sends(gw, principal, [(s, t) for _, s, t in accepted])
         for (i, _, _), result in zip(accepted, finished, strict=True):
