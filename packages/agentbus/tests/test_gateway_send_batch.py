@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from agentbus import broker
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
@@ -38,12 +39,21 @@ async def stored_seqs(gw: Gateway, world: World, ids: list[str]) -> list[int | N
     return [None if r is None else r["stream_seq"] for r in rows]
 
 
-async def test_a_batch_answers_each_envelope_in_order(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
-) -> None:
+Pair = tuple[World, SimAgent, SimAgent]
+
+
+@pytest.fixture
+async def acme(gateway: Gateway, gateway_client: httpx.AsyncClient) -> Pair:
+    """Tenant acme with agents alice and bob."""
     world = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    return world, alice, await enroll(gateway_client, world, "bob")
+
+
+async def test_a_batch_answers_each_envelope_in_order(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair
+) -> None:
+    world, alice, bob = acme
     carol = await enroll(gateway_client, world, "carol")
     lane = format_id("cnv", uuid7())
     to_bob = [
@@ -88,11 +98,9 @@ async def test_a_batch_answers_each_envelope_in_order(
 
 
 async def test_a_batch_replays_what_was_accepted_before(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    world, alice, bob = acme
     first = alice.sign(alice.envelope(bob.address, {"text": "one"}))
     second = alice.sign(alice.envelope(bob.address, {"text": "two"}))
     single = await gateway_client.post(
@@ -117,11 +125,9 @@ async def test_a_batch_replays_what_was_accepted_before(
 
 
 async def test_a_batch_is_refused_whole_when_its_shape_is_wrong(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    _world, alice, bob = acme
     env = alice.sign(alice.envelope(bob.address, {"text": "hi"}))
     too_many = await post_batch(gateway_client, alice, [env] * 101)
     assert (too_many.status_code, too_many.json()["code"]) == (413, "AB-5009")
@@ -173,11 +179,9 @@ async def test_a_batch_cannot_address_another_tenant(
 
 
 async def test_a_refusal_after_the_signature_check_holds_the_rest_of_its_lane(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    world, alice, bob = acme
     lane = {"conversation": format_id("cnv", uuid7())}
     before = alice.sign(alice.envelope(bob.address, {"text": "fine"}, **lane))
     off_schema = alice.sign(alice.envelope(bob.address, {"txet": "typo"}, **lane))
