@@ -161,3 +161,33 @@ async def test_sends_succeed_while_nats_is_away(
     assert stream_seq(agentbus_db, env["id"]) is None
     assert await Reconciler(gateway, min_age=timedelta(0)).run_once() == 1
     assert stream_seq(agentbus_db, env["id"]) is not None
+
+
+async def test_unpublished_rows_of_one_batch_are_republished_in_id_order(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    agentbus_db: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch's rows share its ``accepted_at``; a sidecar's ids rise with its send order, so
+    the reconciler keeps each lane's order by taking equal times in id order."""
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob")
+
+    async def lost(*_args: object, **_kwargs: object) -> PubAck | None:
+        return None
+
+    monkeypatch.setattr(gateway.broker, "publish", lost)
+    envs = [alice.sign(alice.envelope(bob.address, {"text": f"m{n}"})) for n in range(12)]
+    reply = await gateway_client.post(  # newest first: rows are stored against id order
+        "/v1/messages/batch",
+        content=canonical_json({"envelopes": envs[::-1]}),
+        headers={**alice.headers(), "Content-Type": "application/json"},
+    )
+    assert [r["receipt"]["seq"] for r in reply.json()["results"]] == [None] * len(envs)
+    monkeypatch.undo()
+
+    assert await Reconciler(gateway, min_age=timedelta(0)).run_once() == len(envs)
+    seqs = [stream_seq(agentbus_db, env["id"]) for env in envs]
+    assert seqs == list(range(1, len(envs) + 1))
