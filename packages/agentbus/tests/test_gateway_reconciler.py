@@ -38,6 +38,16 @@ def stream_seq(url: str, msg_id: str) -> int | None:
     return None if row[0] is None else int(row[0])
 
 
+def lose_publishes(monkeypatch: pytest.MonkeyPatch, gw: Gateway) -> None:
+    """Every publish is lost, as when the process dies before it reaches NATS (until
+    ``monkeypatch.undo()``)."""
+
+    async def lost(*_args: object, **_kwargs: object) -> PubAck | None:
+        return None
+
+    monkeypatch.setattr(gw.broker, "publish", lost)
+
+
 async def send(
     client: httpx.AsyncClient, sender: SimAgent, env: dict[str, object]
 ) -> httpx.Response:
@@ -54,11 +64,7 @@ async def test_reconciler_publishes_after_a_crash_before_publish(
     world = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, world, "alice")
     bob = await enroll(gateway_client, world, "bob")
-
-    async def lost(*_args: object, **_kwargs: object) -> PubAck | None:
-        return None  # the process died before the publish reached NATS
-
-    monkeypatch.setattr(gateway.broker, "publish", lost)
+    lose_publishes(monkeypatch, gateway)
     env = alice.sign(alice.envelope(bob.address, {"text": "survives the crash"}))
     reply = await send(gateway_client, alice, env)
     assert reply.status_code == 202, reply.text
@@ -123,11 +129,7 @@ async def test_young_rows_are_left_to_their_sender(
     world = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, world, "alice")
     bob = await enroll(gateway_client, world, "bob")
-
-    async def lost(*_args: object, **_kwargs: object) -> PubAck | None:
-        return None
-
-    monkeypatch.setattr(gateway.broker, "publish", lost)
+    lose_publishes(monkeypatch, gateway)
     env = alice.sign(alice.envelope(bob.address, {"text": "just now"}))
     assert (await send(gateway_client, alice, env)).status_code == 202
     monkeypatch.undo()
@@ -174,11 +176,7 @@ async def test_unpublished_rows_of_one_batch_are_republished_in_id_order(
     world = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, world, "alice")
     bob = await enroll(gateway_client, world, "bob")
-
-    async def lost(*_args: object, **_kwargs: object) -> PubAck | None:
-        return None
-
-    monkeypatch.setattr(gateway.broker, "publish", lost)
+    lose_publishes(monkeypatch, gateway)
     envs = [alice.sign(alice.envelope(bob.address, {"text": f"m{n}"})) for n in range(12)]
     reply = await gateway_client.post(  # newest first: rows are stored against id order
         "/v1/messages/batch",

@@ -30,12 +30,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
 
 
 async def test_put_get_replace_delete(store: ObjectStore) -> None:
-    await store.put(KEY, b"\x00sealed bytes\xff")
+    await store.put_many([(KEY, b"\x00sealed bytes\xff")])
     assert await store.get(KEY) == b"\x00sealed bytes\xff"
-    await store.put(KEY, b"retried")  # a retried send writes the same key again
+    await store.put_many([(KEY, b"retried")])  # a retried send writes the same key again
     assert await store.get(KEY) == b"retried"
     large = os.urandom(300 * 1024)
-    await store.put(KEY + ".large", large)
+    await store.put_many([(KEY + ".large", large)])
     assert await store.get(KEY + ".large") == large
     await store.delete(KEY)
     with pytest.raises(ObjectMissing):
@@ -52,7 +52,7 @@ def test_the_default_is_the_directory_store(tmp_path: Path) -> None:
 
 async def test_the_directory_keeps_objects_private(tmp_path: Path) -> None:
     store = LocalObjects(tmp_path / "objects")
-    await store.put(KEY, b"x")
+    await store.put_many([(KEY, b"x")])
     assert stat.S_IMODE((tmp_path / "objects").stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "objects" / KEY).stat().st_mode) == 0o600
 
@@ -61,7 +61,7 @@ async def test_the_directory_refuses_keys_outside_it(tmp_path: Path) -> None:
     store = LocalObjects(tmp_path / "objects")
     for key in ("../escape.bin", "/etc/passwd", "tenants/../../escape.bin"):
         with pytest.raises(ValueError, match="not an object key"):
-            await store.put(key, b"x")
+            await store.put_many([(key, b"x")])
         with pytest.raises(ValueError, match="not an object key"):
             await store.put_many([(KEY, b"fine"), (key, b"x")])
     assert not (tmp_path / "escape.bin").exists()
@@ -72,4 +72,4 @@ async def test_a_failing_directory_is_object_store_unavailable(tmp_path: Path) -
     store = LocalObjects(tmp_path / "objects")
     (tmp_path / "objects" / "tenants").write_bytes(b"a file where a folder must be")
     with pytest.raises(ObjectStoreUnavailable):
-        await store.put(KEY, b"x")
+        await store.put_many([(KEY, b"x")])

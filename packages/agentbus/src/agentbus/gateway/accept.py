@@ -75,8 +75,8 @@ async def insert_send(
     """Steps 3-4 inside the caller's transaction (the one that validated the send): seal the
     payload and add it to ``uploads`` (the caller stores them all before the commit),
     insert the conversation (if new), the ``messages`` row and the task rows; the response's
-    ``task`` member. A unique violation on the message id (a concurrent
-    twin committed first) propagates, and the caller answers with a replay."""
+    ``task`` member. A database error (none is expected: the id's lock keeps concurrent twins
+    apart) propagates and fails the request."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
     assert send.recipient is not None
     payload_ref, sealed, dek_version = await seal_payload(conn, gw, tid, env.msg_id, send.plaintext)
@@ -121,7 +121,7 @@ async def finish_sends(
     results = []
     for (send, task), seq, receipt in zip(accepted, seqs, receipts, strict=True):
         env = send.envelope
-        send.message["stream_seq"] = send.message.get("stream_seq") or seq
+        send.message["stream_seq"] = seq
         body: dict[str, Any] = {
             "receipt": receipt,
             "message": {

@@ -86,17 +86,29 @@ def _load(raw: bytes, content_type: str | None, media_types: tuple[str, ...]) ->
     if media not in media_types:
         raise e.ContentTypeUnsupported(f"send {media_types[0]}")
     try:
-        body = json.loads(
+        return json.loads(
             raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
         )
-        canonical_json(body)  # lone surrogates and other non-text fail here, not at signing
+    except (ValueError, UnicodeError) as exc:
+        raise _malformed(exc) from None
+
+
+def _malformed(exc: Exception) -> e.EnvelopeMalformed:
+    return e.EnvelopeMalformed(f"the body is not valid JSON for envelopes: {exc}")
+
+
+def _canonical_size(value: Any) -> int:
+    """The length of ``value``'s canonical encoding; lone surrogates and other non-text fail
+    here (AB-2001), not at signing."""
+    try:
+        return len(canonical_json(value))
     except (ValueError, UnicodeError, TypeError) as exc:
-        raise e.EnvelopeMalformed(f"the body is not valid JSON for envelopes: {exc}") from None
-    return body
+        raise _malformed(exc) from None
 
 
 def parse_body(raw: bytes, content_type: str | None) -> dict[str, Any]:
     body = _load(raw, content_type, MEDIA_TYPES)
+    _canonical_size(body)
     return check_object(body)
 
 
@@ -107,24 +119,25 @@ def check_object(envelope: Any) -> dict[str, Any]:
     return envelope
 
 
-def parse_batch_body(raw: bytes, content_type: str | None) -> list[Any]:
-    """``{"envelopes": [...]}`` with 1 to ``BATCH_MAX`` items (AB-2001, AB-5009), each still
-    to be checked one by one: an item that is not an envelope fails alone. A duplicate key or a
-    non-finite number anywhere fails the whole request (AB-2001), since JSON parsing stops
-    there."""
+def parse_batch_body(raw: bytes, content_type: str | None) -> list[tuple[Any, int]]:
+    """``{"envelopes": [...]}`` with 1 to ``BATCH_MAX`` items (AB-2001, AB-5009): each item
+    with the length of its canonical encoding, still to be checked one by one (an item that is
+    not an envelope fails alone). A duplicate key, a non-finite number or non-text anywhere fails
+    the whole request (AB-2001)."""
     body = _load(raw, content_type, ("application/json",))
     envelopes = body.get("envelopes") if isinstance(body, dict) else None
     if not isinstance(envelopes, list) or not envelopes or set(body) != {"envelopes"}:
         raise e.EnvelopeMalformed('the body is {"envelopes": [one or more envelopes]}')
+    sized = [(envelope, _canonical_size(envelope)) for envelope in envelopes]
     if len(envelopes) > BATCH_MAX:
         raise e.BatchTooLarge(f"at most {BATCH_MAX} envelopes per batch", limit=BATCH_MAX)
-    return envelopes
+    return sized
 
 
-def check_size(envelope: dict[str, Any]) -> None:
+def check_size(size: int) -> None:
     """An envelope in a batch obeys the single send's body cap, counted canonically
     (AB-5002)."""
-    if len(canonical_json(envelope)) > SEND_BODY_MAX:
+    if size > SEND_BODY_MAX:
         raise e.RequestTooLarge(
             f"an envelope is at most {SEND_BODY_MAX} bytes", limit=SEND_BODY_MAX
         )

@@ -33,8 +33,6 @@ class ObjectMissing(LookupError):
 
 
 class ObjectStore(Protocol):
-    async def put(self, key: str, data: bytes) -> None: ...
-
     async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
         """Every (key, data) stored when it returns; the first failure raises."""
         ...
@@ -54,14 +52,14 @@ class ObstoreObjects:
     def __repr__(self) -> str:
         return f"ObstoreObjects({self.description})"
 
-    async def put(self, key: str, data: bytes) -> None:
+    async def _put(self, key: str, data: bytes) -> None:
         try:
             await obstore.put_async(self._store, key, data)
         except Exception as exc:
             raise ObjectStoreUnavailable(f"storing {key} failed") from exc
 
     async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
-        await asyncio.gather(*(self.put(key, data) for key, data in objects))
+        await asyncio.gather(*(self._put(key, data) for key, data in objects))
 
     async def get(self, key: str) -> bytes:
         try:
@@ -116,9 +114,6 @@ class LocalObjects:
                 os.close(fd)
         except OSError as exc:
             raise ObjectStoreUnavailable(f"storing {key} failed") from exc
-
-    async def put(self, key: str, data: bytes) -> None:
-        await self.put_many([(key, data)])
 
     async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
         """One hand-off to a worker thread for all of them: creating files waits on the file

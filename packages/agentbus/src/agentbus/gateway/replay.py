@@ -4,7 +4,8 @@ Ed25519 is deterministic, so an equal ``sig`` means the same envelope: answer ``
 ``Idempotent-Replayed: true``. A row still without a sequence is published first (05 §14.2).
 The last receipt is returned when it carries the row's current ``stream_seq``; otherwise (it
 was issued with ``seq: null`` and the message has been published since) a new one is issued.
-Another envelope under the same id is AB-2016.
+The send path compares the signatures first (``send._send``): another envelope under the same
+id is AB-2016 there and never reaches a replay.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from platformkit.db.scope import tenant_transaction
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.envelope import Parsed
-from agentbus.gateway.errors import MessageIdConflict
 from agentbus.gateway.hooks import SendResult, TaskRules
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import publish_message
@@ -35,8 +35,6 @@ async def replay_send(
     existing: dict[str, Any],
     rules: TaskRules | None,
 ) -> SendResult:
-    if bytes(existing["sig"]) != env.signature:
-        raise MessageIdConflict(f"{env.raw['id']} exists with another envelope")
     if existing["stream_seq"] is None and existing["status"] == "accepted":
         await publish_message(gw, existing)
     tid, msg_id = principal.tenant_id, existing["id"]

@@ -208,13 +208,17 @@ async def send_envelope(
     return answer
 
 
-async def send_batch(gw: Gateway, principal: AgentPrincipal, envelopes: list[Any]) -> list[Answer]:
-    """One answer per envelope, in order: a ``SendResult`` or the AB error that refused it."""
+async def send_batch(
+    gw: Gateway, principal: AgentPrincipal, envelopes: list[tuple[Any, int]]
+) -> list[Answer]:
+    """One answer per envelope (with its canonical size, ``parse_batch_body``), in order: a
+    ``SendResult`` or the AB error that refused it."""
     now = datetime.now(UTC)
     items: list[tuple[Lane, Parsed | AgentBusError]] = []
-    for envelope in envelopes:
+    for envelope, size in envelopes:
         try:
-            check_size(check_object(envelope))
+            check_object(envelope)
+            check_size(size)
             items.append((_lane(envelope), _checked(envelope, principal, now)))
         except AgentBusError as exc:
             items.append((_lane(envelope), exc))

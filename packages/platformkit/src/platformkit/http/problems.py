@@ -83,16 +83,8 @@ class ProblemResponse(Response):
 def problem_response(error: ProblemError, instance: str) -> ProblemResponse:
     """Render ``error`` for the request at path ``instance`` (the path only: queries may hold
     secrets)."""
-    return render_problem(
-        type_uri=error.type_uri,
-        code=error.code,
-        status=error.status,
-        title=error.title,
-        detail=error.detail,
-        instance=instance,
-        data=error.data,
-        headers=error.headers,
-    )
+    body = problem_body(error, instance)
+    return ProblemResponse(body, status_code=error.status, headers=dict(error.headers))
 
 
 def render_problem(
