@@ -1,9 +1,12 @@
 """messages (delivery columns) and delivery_state: SQL only, on a connection inside the tenant's
 scope. Every status change names the statuses it may start from (``domain.sources``), so racing
-handlers can never move a message backwards; callers learn from the row count who won.
+handlers can never move a message backwards; callers learn from the ids returned who won.
 
 Lookups by id are bounded below by the id's time minus 5 minutes (``accepted_at >= id time -
-5 min``, conventions §1.3), which prunes partitions through ``messages_id_uq``.
+5 min``, conventions §1.3), which prunes partitions through ``messages_id_uq``. Statements for
+a batch reach messages one id at a time by index (a lateral lookup per id; writes then by
+TID), so their cost follows the batch and not the table, with or without the planner's
+statistics.
 """
 
 from __future__ import annotations
@@ -21,18 +24,58 @@ from agentbus.gateway.wire import uuid7_time
 Row = dict[str, Any]
 ID_SLACK = timedelta(minutes=5)
 
-_COPY = """SELECT m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status, m.expires_at,
+_COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status, m.expires_at,
         m.stream_seq, m.attempts, m.to_agent_id, m.payload_ref, m.payload_sha256, m.dek_version,
         m.signing_key_id, m.from_agent_id, m.capability, m.conversation_id, m.workspace_id,
-        d.attempt, d.transport_acked_at,
-        d.application_acked_at, d.dlq_reason
-    FROM messages m
-    LEFT JOIN delivery_state d ON d.msg_id = m.id AND d.agent_id = %(agent)s
-   WHERE m.tenant_id = %(t)s AND m.id = ANY(%(ids)s) AND m.accepted_at >= %(since)s"""
+        d.attempt, d.transport_acked_at, d.application_acked_at, d.dlq_reason"""
+
+# One index probe per id, in the order of the ids, and one into delivery_state's key: the
+# subqueries (kept apart by OFFSET 0) run for each id, so the plan cannot turn into a scan of
+# the tenant's recent rows or of delivery_state.
+_BY_IDS = f"""SELECT {_COLUMNS}
+    FROM unnest(%(ids)s::uuid[], %(since)s::timestamptz[]) AS k(id, since)
+    CROSS JOIN LATERAL (
+        SELECT * FROM messages m0
+         WHERE m0.tenant_id = %(t)s AND m0.id = k.id AND m0.accepted_at >= k.since
+           AND m0.to_agent_id = %(agent)s
+        OFFSET 0{{lock}}) AS m
+    LEFT JOIN LATERAL (
+        SELECT * FROM delivery_state d0 WHERE d0.msg_id = m.id AND d0.agent_id = %(agent)s
+        OFFSET 0) AS d ON true"""
 
 
-def _since(ids: Sequence[uuid.UUID]) -> datetime:
-    return min(uuid7_time(i) for i in ids) - ID_SLACK
+# Batch updates reach each row through its full key, in two statements that a pipelined
+# transaction sends together: ``_LOCK`` locks the rows, one index probe per row (the subquery,
+# kept apart by OFFSET 0, runs for each); then the UPDATE finds them again the same way and
+# writes them through (tableoid, ctid), keeping those whose status is one of %(from)s.
+#
+# Joined to messages directly, the id array left the plan to the statistics: without fresh ones
+# PostgreSQL scanned the tenant's rows, and with them the whole partial index of open statuses,
+# whose dead entries grow until the next vacuum. The lock must come first, in its own
+# statement: a statement sees the rows as of its start, so an UPDATE that waited for a lock
+# inside itself would look for the row's old version by TID and miss the one a concurrent
+# transaction had just committed (the send path writing stream_seq as the pull arrives). After
+# the lock, the UPDATE's snapshot holds the latest version, and nobody else can change it. The
+# status is checked outside the subquery, so the partial index cannot serve it. ``rows`` names
+# the keys (id, at) and whatever else the UPDATE takes from them.
+_LOCK = """SELECT 1
+      FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[]) AS u(id, at)
+      CROSS JOIN LATERAL (
+          SELECT 1 FROM messages m0
+           WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
+          OFFSET 0 FOR UPDATE) AS x"""
+_REACHED = """SELECT x.toid, x.tid, u.*
+      FROM {rows}
+      CROSS JOIN LATERAL (
+          SELECT m0.tableoid AS toid, m0.ctid AS tid, m0.status FROM messages m0
+           WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
+          OFFSET 0) AS x
+     WHERE x.status = ANY(%(from)s::message_status_t[])"""
+
+
+def _by_ids(tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[str, Any]:
+    since = [uuid7_time(i) - ID_SLACK for i in ids]
+    return {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": since}
 
 
 async def load(
@@ -41,10 +84,7 @@ async def load(
     """Messages to ``agent_id`` by id, with that agent's delivery_state columns."""
     if not ids:
         return {}
-    cur = await conn.execute(
-        _COPY + " AND m.to_agent_id = %(agent)s",
-        {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": _since(ids)},
-    )
+    cur = await conn.execute(_BY_IDS.format(lock=""), _by_ids(tenant_id, agent_id, ids))
     return {row["id"]: row for row in await cur.fetchall()}
 
 
@@ -52,11 +92,7 @@ async def lock(
     conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID
 ) -> Row | None:
     """One message to ``agent_id``, row-locked for a status change."""
-    cur = await conn.execute(
-        _COPY + " AND m.to_agent_id = %(agent)s FOR UPDATE OF m",
-        {"t": tenant_id, "agent": agent_id, "ids": [msg_id], "since": _since([msg_id])},
-    )
-    return await cur.fetchone()
+    return (await lock_many(conn, tenant_id, agent_id, [msg_id])).get(msg_id)
 
 
 async def lock_many(
@@ -67,25 +103,22 @@ async def lock_many(
     if not ids:
         return {}
     cur = await conn.execute(
-        _COPY + " AND m.to_agent_id = %(agent)s ORDER BY m.id FOR UPDATE OF m",
-        {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": _since(ids)},
+        _BY_IDS.format(lock=" FOR UPDATE"), _by_ids(tenant_id, agent_id, sorted(ids))
     )
-    return {
-        row["id"]: row
-        for row in await cur.fetchall()
-        if row["accepted_at"] >= uuid7_time(row["id"]) - ID_SLACK
-    }
+    return {row["id"]: row for row in await cur.fetchall()}
 
 
 async def lock_any(
     conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID, accepted_at: datetime
 ) -> Row | None:
     """One message found by a controller (whoever it is to), by its full key, row-locked."""
-    query = _COPY.replace("d.agent_id = %(agent)s", "d.agent_id = m.to_agent_id").replace(
-        "m.accepted_at >= %(since)s", "m.accepted_at = %(since)s"
-    )
     cur = await conn.execute(
-        query + " FOR UPDATE OF m", {"t": tenant_id, "ids": [msg_id], "since": accepted_at}
+        f"""SELECT {_COLUMNS}
+              FROM messages m
+              LEFT JOIN delivery_state d ON d.msg_id = m.id AND d.agent_id = m.to_agent_id
+             WHERE m.tenant_id = %(t)s AND m.id = %(id)s AND m.accepted_at = %(at)s
+               FOR UPDATE OF m""",
+        {"t": tenant_id, "id": msg_id, "at": accepted_at},
     )
     return await cur.fetchone()
 
@@ -93,14 +126,20 @@ async def lock_any(
 async def mark_fetched(
     conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, copies: Sequence[Row]
 ) -> set[uuid.UUID]:
-    """One statement for a whole pull: ``fetched``, attempts = JetStream's delivery count,
-    ``stream_seq`` if still NULL; delivery_state attempt, ``last_fetched_at``,
-    ``nak_until = NULL``. ``copies`` carry id, accepted_at, attempt and stream_seq; returns the
-    ids whose status moved (the rest changed status meanwhile)."""
+    """One round trip for a whole pull (the lock, then one statement): ``fetched``, attempts =
+    JetStream's delivery count, ``stream_seq`` if still NULL; delivery_state attempt,
+    ``last_fetched_at``, ``nak_until = NULL``. ``copies`` carry id, accepted_at, attempt and
+    stream_seq; returns the ids whose status moved (the rest changed status meanwhile)."""
     if not copies:
         return set()
+    params = {
+        "ids": [c["id"] for c in copies], "ats": [c["accepted_at"] for c in copies],
+        "attempts": [c["attempt"] for c in copies], "seqs": [c["stream_seq"] for c in copies],
+        "t": tenant_id, "agent": agent_id, "from": sources(Status.FETCHED),
+    }  # fmt: skip
+    await conn.execute(_LOCK, params)
     cur = await conn.execute(
-        """WITH u AS (
+        f"""WITH u AS (
                 SELECT * FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(attempts)s::int[],
                                      %(seqs)s::bigint[]) AS u(id, at, attempt, seq)),
             state AS (
@@ -111,16 +150,13 @@ async def mark_fetched(
                    SET attempt = GREATEST(d.attempt, excluded.attempt),
                        last_fetched_at = now(), nak_until = NULL)
            UPDATE messages m
-              SET status = 'fetched', attempts = GREATEST(m.attempts, u.attempt),
-                  stream_seq = COALESCE(m.stream_seq, u.seq)
-             FROM u
-            WHERE m.tenant_id = %(t)s AND m.id = u.id AND m.accepted_at = u.at
-              AND m.status = ANY(%(from)s::message_status_t[])
+              SET status = 'fetched', attempts = GREATEST(m.attempts, k.attempt),
+                  stream_seq = COALESCE(m.stream_seq, k.seq)
+             FROM ({_REACHED.format(rows="u")}) AS k
+            WHERE m.tableoid = k.toid AND m.ctid = k.tid
         RETURNING m.id""",
-        {"ids": [c["id"] for c in copies], "ats": [c["accepted_at"] for c in copies],
-         "attempts": [c["attempt"] for c in copies], "seqs": [c["stream_seq"] for c in copies],
-         "t": tenant_id, "agent": agent_id, "from": sources(Status.FETCHED)},
-    )  # fmt: skip
+        params,
+    )
     return {row["id"] for row in await cur.fetchall()}
 
 
@@ -141,7 +177,7 @@ async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
 _ACKED = {
     Status.DELIVERED: ("", "", ""),
     Status.READ: (
-        ", read_at = COALESCE(u.read_at, now())",
+        ", read_at = COALESCE(k.read_at, now())",
         ", application_acked_at",
         ", application_acked_at = COALESCE(d.application_acked_at, excluded.application_acked_at)",
     ),
@@ -159,29 +195,32 @@ async def ack_many(
     """A whole batch to ``delivered`` (transport ack) or ``read`` (application ack,
     ``read_ats`` per row), filling ``delivered_at`` (a read proves delivery, 05 §2.1) and
     ``read_at``, and each moved message's ``delivery_state`` (transport ack; for ``read`` also
-    the application ack), in one statement. Returns the ids that moved; the others changed
-    status meanwhile."""
+    the application ack), in one round trip (the lock, then one statement). Returns the ids
+    that moved; the others changed status meanwhile."""
     read_set, app_column, app_set = _ACKED[to]
     app_value = ", COALESCE(moved.read_at, now())" if app_column else ""
+    keys = "unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(reads)s::timestamptz[])"
+    params = {
+        "to": to.value, "t": tenant_id, "agent": agent_id, "from": sources(to),
+        "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
+        "reads": list(read_ats),
+    }  # fmt: skip
+    await conn.execute(_LOCK, params)
     cur = await conn.execute(
         f"""WITH moved AS (
                 UPDATE messages m SET status = %(to)s,
                        delivered_at = COALESCE(m.delivered_at, now()){read_set}
-                  FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(reads)s::timestamptz[])
-                       AS u(id, at, read_at)
-                 WHERE m.tenant_id = %(t)s AND m.id = u.id AND m.accepted_at = u.at
-                   AND m.status = ANY(%(from)s::message_status_t[])
-             RETURNING m.id, u.read_at)
+                  FROM ({_REACHED.format(rows=f"{keys} AS u(id, at, read_at)")}) AS k
+                 WHERE m.tableoid = k.toid AND m.ctid = k.tid
+             RETURNING m.id, k.read_at)
             INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, transport_acked_at
                                              {app_column})
             SELECT %(t)s, moved.id, %(agent)s, now(){app_value} FROM moved
             ON CONFLICT (msg_id, agent_id) DO UPDATE
                SET transport_acked_at = COALESCE(d.transport_acked_at, now()){app_set}
             RETURNING d.msg_id""",
-        {"to": to.value, "t": tenant_id, "agent": agent_id, "from": sources(to),
-         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
-         "reads": list(read_ats)},
-    )  # fmt: skip
+        params,
+    )
     return {row["msg_id"] for row in await cur.fetchall()}
 
 

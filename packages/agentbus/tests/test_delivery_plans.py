@@ -1,0 +1,188 @@
+"""The batch statements of the send and delivery paths reach ``messages`` one id at a time by
+index, whatever the planner's statistics say.
+
+A fresh partition has no statistics, and one whose rows have moved through the statuses is full
+of dead index entries until the next vacuum. Joining an id array to ``messages`` left the plan to
+the statistics, and PostgreSQL scanned the tenant's rows (a bitmap over its index) or the whole
+partial index of open statuses. Here a tenant gets a few thousand rows that went through the
+statuses, unanalyzed, and every plan of ``store.load``, ``lock_many``, ``mark_fetched``,
+``ack_many`` and ``messages.claim_ids`` may touch the partitions only by an index condition on
+the id or by TID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+from agentbus.db import SCOPE, pipelined_transaction
+from agentbus.delivery import store
+from agentbus.delivery.domain import Status
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.store import messages
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.ids import parse_id
+from platformkit.db.scope import Conn, tenant_transaction
+from wirekit import canonical_json
+
+BULK = 3000
+ALLOWED = {"Index Scan", "Index Only Scan", "Tid Scan"}
+ID_CONDITION = re.compile(r"(?<!\w)(msg_)?id = ")  # the message id, not tenant_id
+
+
+class Explaining:
+    """A connection that records the plan of every statement before running it."""
+
+    def __init__(self, conn: Conn) -> None:
+        self.conn = conn
+        self.plans: list[tuple[str, dict[str, Any]]] = []
+
+    async def execute(self, query: Any, params: Any = None) -> Any:
+        cur = await self.conn.execute(f"EXPLAIN (FORMAT JSON) {query}", params)
+        row = await cur.fetchone()
+        assert row is not None
+        self.plans.append((str(query), row["QUERY PLAN"][0]["Plan"]))
+        return await self.conn.execute(query, params)
+
+
+def scans_of(node: dict[str, Any], table: str) -> list[dict[str, Any]]:
+    """The scans of ``table`` (or its partitions) in a plan, not the table an UPDATE writes."""
+    found = []
+    relation = str(node.get("Relation Name", ""))
+    if relation.startswith(table) and node["Node Type"] != "ModifyTable":
+        found.append(node)
+    for child in node.get("Plans", []):
+        found.extend(scans_of(child, table))
+    return found
+
+
+def assert_probes_by_id(explaining: Explaining) -> None:
+    assert any(scans_of(plan, "messages") for _query, plan in explaining.plans)
+    for query, plan in explaining.plans:
+        for scan in scans_of(plan, "messages") + scans_of(plan, "delivery_state"):
+            kind = scan["Node Type"]
+            assert kind in ALLOWED, f"{kind} on {scan['Relation Name']} in {query}"
+            if kind != "Tid Scan":
+                assert ID_CONDITION.search(scan.get("Index Cond", "")), f"{scan} in {query}"
+
+
+@pytest.fixture
+async def busy(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent, list[uuid.UUID]]:
+    """Five messages alice -> bob through the API, then thousands of rows of the same tenant
+    that were accepted, fetched and read (dead index entries and all), with their
+    delivery_state rows, never analyzed."""
+    acme = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, acme, "alice")
+    bob = await enroll(gateway_client, acme, "bob")
+    ids = []
+    for n in range(5):
+        env = alice.sign(alice.envelope(bob.address, {"text": f"plan {n}"}))
+        reply = await gateway_client.post(
+            "/v1/messages",
+            content=canonical_json(env),
+            headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
+        )
+        assert reply.status_code == 202, reply.text
+        ids.append(parse_id("msg", str(env["id"])))
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        cur = await conn.execute(
+            """SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) AS names
+                 FROM pg_attribute
+                WHERE attrelid = 'messages'::regclass AND attnum > 0 AND NOT attisdropped
+                  AND attname NOT IN ('id', 'trace_id', 'status', 'stream_seq')"""
+        )
+        row = await cur.fetchone()
+        assert row is not None
+        names = row["names"]
+        await conn.execute(
+            f"""INSERT INTO messages (id, status, {names})
+                SELECT gen_random_uuid(), 'accepted', {names}
+                  FROM messages, generate_series(1, {BULK // 5})
+                 WHERE id = ANY(%s)""",
+            (ids,),
+        )
+        await conn.execute(
+            """INSERT INTO delivery_state (tenant_id, msg_id, agent_id, attempt)
+               SELECT tenant_id, id, to_agent_id, 1 FROM messages WHERE NOT (id = ANY(%s))""",
+            (ids,),
+        )
+    for moved in ("stream_seq = 1", "status = 'fetched'", "status = 'read'"):
+        async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+            await conn.execute(f"UPDATE messages SET {moved} WHERE NOT (id = ANY(%s))", (ids,))
+    return acme, alice, bob, ids
+
+
+async def test_delivery_statements_probe_by_id(
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+) -> None:
+    acme, _alice, bob, ids = busy
+    bob_id = parse_id("agt", bob.agent_id)
+    async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
+        explaining = Explaining(conn)
+        who: Any = explaining  # the store functions only call execute
+        rows = await store.load(who, acme.tenant_id, bob_id, ids)
+        assert set(rows) == set(ids)
+        fetched = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
+        assert await store.mark_fetched(who, acme.tenant_id, bob_id, fetched) == set(ids)
+        locked = await store.lock_many(who, acme.tenant_id, bob_id, ids)
+        assert set(locked) == set(ids)
+        moved = await store.ack_many(
+            who, acme.tenant_id, bob_id, list(locked.values()), Status.READ, [None] * len(ids)
+        )
+        assert moved == set(ids)
+    assert_probes_by_id(explaining)
+
+
+async def test_the_send_claim_probes_by_id(
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+) -> None:
+    acme, _alice, _bob, ids = busy
+    async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
+        explaining = Explaining(conn)
+        who: Any = explaining
+        existing, _now = await messages.claim_ids(who, acme.tenant_id, ids)
+        assert set(existing) == set(ids)
+    assert_probes_by_id(explaining)
+
+
+async def test_a_row_changed_while_the_pull_waits_is_still_marked_fetched(
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+) -> None:
+    """The pull's update waits for a row another transaction holds (the send path writing
+    ``stream_seq`` as the pull arrives) and then writes the version that transaction
+    committed: an update that looked for the old version by TID would miss the row, report it
+    moved by someone else, and the pull would drop the copy."""
+    acme, _alice, bob, ids = busy
+    bob_id = parse_id("agt", bob.agent_id)
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        rows = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
+    copies = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
+    holder_in, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+            await conn.execute("UPDATE messages SET attempts = attempts WHERE id = %s", (ids[0],))
+            holder_in.set()
+            await release.wait()
+
+    async def pull() -> set[uuid.UUID]:
+        async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
+            return await store.mark_fetched(conn, acme.tenant_id, bob_id, copies)
+
+    holder = asyncio.create_task(hold())
+    await holder_in.wait()
+    puller = asyncio.create_task(pull())
+    await asyncio.sleep(0.3)  # the pull is now waiting for the row's lock
+    assert not puller.done()
+    release.set()
+    await holder
+    assert await asyncio.wait_for(puller, 10) == {ids[0]}
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        after = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
+    assert after[ids[0]]["status"] == "fetched"
