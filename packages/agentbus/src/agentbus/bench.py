@@ -383,15 +383,32 @@ class GatewayBench:
         workers = [asyncio.create_task(receive()), asyncio.create_task(flush())]
         cpu = self.meter.take()
         begin = time.perf_counter()
-        await drive(result.messages, result.rate, send, in_flight=1)
-        await asyncio.wait_for(done.wait(), timeout=120)
-        result.elapsed_s = time.perf_counter() - begin
-        result.measure(self.meter, cpu)
-        for worker in workers:
-            worker.cancel()
-            with suppress(asyncio.CancelledError):
-                await worker
+        try:
+            await drive(result.messages, result.rate, send, in_flight=1)
+            await _until(done, workers, limit_s=120)
+            result.elapsed_s = time.perf_counter() - begin
+            result.measure(self.meter, cpu)
+        finally:
+            for worker in workers:
+                worker.cancel()
+                with suppress(asyncio.CancelledError):
+                    await worker
         return result
+
+
+async def _until(done: asyncio.Event, workers: list[asyncio.Task[None]], limit_s: float) -> None:
+    """Wait for ``done``; a worker that fails meanwhile fails the run at once, with its own
+    error, rather than leaving it to wait out the limit."""
+    finished = asyncio.create_task(done.wait())
+    try:
+        await asyncio.wait([finished, *workers], timeout=limit_s, return_when="FIRST_COMPLETED")
+    finally:
+        finished.cancel()
+    for worker in workers:
+        if worker.done() and not worker.cancelled() and worker.exception() is not None:
+            raise RuntimeError("a benchmark client failed") from worker.exception()
+    if not done.is_set():
+        raise TimeoutError(f"the run did not finish in {limit_s:g} s")
 
 
 # -- raw JetStream --------------------------------------------------------------------------
