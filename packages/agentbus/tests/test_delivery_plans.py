@@ -7,7 +7,9 @@ the statistics, and PostgreSQL scanned the tenant's rows (a bitmap over its inde
 partial index of open statuses. Here a tenant gets a few thousand rows that went through the
 statuses, unanalyzed, and every plan of ``store.load``, ``lock_many``, ``mark_fetched``,
 ``ack_many`` and ``messages.claim_ids`` may touch the partitions only by an index condition on
-the id or by TID.
+the id or by TID. Writing by TID must not lose a row another transaction changed meanwhile: the
+pull's update and ``record_receipts`` each wait for a row held by another transaction and must
+still write the version it committed.
 """
 
 from __future__ import annotations
@@ -186,3 +188,51 @@ async def test_a_row_changed_while_the_pull_waits_is_still_marked_fetched(
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         after = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
     assert after[ids[0]]["status"] == "fetched"
+
+
+async def test_record_receipts_writes_a_row_changed_while_it_waits(
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+) -> None:
+    """``record_receipts`` (migration 0009) locks first and updates after, in statements of
+    their own, so a sequence is written to the version another transaction committed while
+    the function waited for it."""
+    acme, _alice, _bob, ids = busy
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        cur = await conn.execute(
+            "UPDATE messages SET stream_seq = NULL WHERE id = %s RETURNING accepted_at", (ids[1],)
+        )
+        row = await cur.fetchone()
+        assert row is not None
+    holder_in, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+            await conn.execute("UPDATE messages SET attempts = attempts WHERE id = %s", (ids[1],))
+            holder_in.set()
+            await release.wait()
+
+    async def record() -> None:
+        async with gateway.pool.connection() as conn:
+            await conn.execute(
+                "SELECT record_receipts(%s, %s, %s, %s, %s, %s, %s, %s)",
+                (acme.tenant_id, uuid.uuid4(), [uuid.uuid4()], [ids[1]], [4242],
+                 [row["accepted_at"]], [b"signature"], [row["accepted_at"]]),
+            )  # fmt: skip
+
+    holder = asyncio.create_task(hold())
+    await holder_in.wait()
+    recorder = asyncio.create_task(record())
+    await asyncio.sleep(0.3)  # record_receipts now waits for the row's lock
+    assert not recorder.done()
+    release.set()
+    await holder
+    await asyncio.wait_for(recorder, 10)
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        cur = await conn.execute(
+            """SELECT m.stream_seq, (SELECT count(*) FROM receipts r WHERE r.msg_id = m.id
+                                      AND r.stream_seq = 4242) AS receipts
+                 FROM messages m WHERE m.id = %s""",
+            (ids[1],),
+        )
+        after = await cur.fetchone()
+    assert after == {"stream_seq": 4242, "receipts": 1}
