@@ -12,25 +12,17 @@ import httpx
 import pytest
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, send_message
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 
 
 async def send(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent, n: int) -> str:
-    env = sender.sign(sender.envelope(to.address, {"text": f"batch {n}"}))
-    reply = await client.post(
-        "/v1/messages",
-        content=canonical_json(env),
-        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
-    return str(env["id"])
+    return await send_message(client, sender, to, {"text": f"batch {n}"})
 
 
 async def poll(client: httpx.AsyncClient, agent: SimAgent, **params: Any) -> Json:

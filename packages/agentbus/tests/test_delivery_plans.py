@@ -26,10 +26,9 @@ from agentbus.delivery import store
 from agentbus.delivery.domain import Status
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.store import messages
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, send_message
 from agentbus.ids import parse_id
 from platformkit.db.scope import Conn, tenant_transaction
-from wirekit import canonical_json
 
 BULK = 3000
 ALLOWED = {"Index Scan", "Index Only Scan", "Tid Scan"}
@@ -82,16 +81,10 @@ async def busy(
     acme = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, acme, "alice")
     bob = await enroll(gateway_client, acme, "bob")
-    ids = []
-    for n in range(5):
-        env = alice.sign(alice.envelope(bob.address, {"text": f"plan {n}"}))
-        reply = await gateway_client.post(
-            "/v1/messages",
-            content=canonical_json(env),
-            headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
-        )
-        assert reply.status_code == 202, reply.text
-        ids.append(parse_id("msg", str(env["id"])))
+    ids = [
+        parse_id("msg", await send_message(gateway_client, alice, bob, {"text": f"plan {n}"}))
+        for n in range(5)
+    ]
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         cur = await conn.execute(
             """SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) AS names

@@ -114,3 +114,17 @@ async def enroll(client: httpx.AsyncClient, world: World, name: str, **extra: An
     assert issued.status_code == 200, issued.text
     agent.credential = issued.json()["access_token"]
     return agent
+
+
+async def send_message(
+    client: httpx.AsyncClient, sender: SimAgent, to: SimAgent, data: dict[str, Any]
+) -> str:
+    """Send one signed message through ``POST /v1/messages``; its id (``msg_...``)."""
+    env = sender.sign(sender.envelope(to.address, data))
+    reply = await client.post(
+        "/v1/messages",
+        content=canonical_json(env),
+        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+    return str(env["id"])
