@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 import httpx
@@ -69,6 +70,29 @@ def assert_probes_by_id(explaining: Explaining) -> None:
             assert kind in ALLOWED, f"{kind} on {scan['Relation Name']} in {query}"
             if kind != "Tid Scan":
                 assert ID_CONDITION.search(scan.get("Index Cond", "")), f"{scan} in {query}"
+
+
+async def while_held[T](
+    gateway: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, operation: Coroutine[Any, Any, T]
+) -> T:
+    """Run ``operation`` while another transaction holds the row of ``msg_id`` (with an update
+    it commits a moment later); the operation must wait for that commit. Its result."""
+    holder_in, release = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with tenant_transaction(gateway.pool, SCOPE, tenant_id) as conn:
+            await conn.execute("UPDATE messages SET attempts = attempts WHERE id = %s", (msg_id,))
+            holder_in.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold())
+    await holder_in.wait()
+    task = asyncio.create_task(operation)
+    await asyncio.sleep(0.3)  # the operation now waits for the row's lock
+    assert not task.done()
+    release.set()
+    await holder
+    return await asyncio.wait_for(task, 10)
 
 
 @pytest.fixture
@@ -158,26 +182,12 @@ async def test_a_row_changed_while_the_pull_waits_is_still_marked_fetched(
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         rows = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
     copies = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
-    holder_in, release = asyncio.Event(), asyncio.Event()
-
-    async def hold() -> None:
-        async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
-            await conn.execute("UPDATE messages SET attempts = attempts WHERE id = %s", (ids[0],))
-            holder_in.set()
-            await release.wait()
 
     async def pull() -> set[uuid.UUID]:
         async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
             return await store.mark_fetched(conn, acme.tenant_id, bob_id, copies)
 
-    holder = asyncio.create_task(hold())
-    await holder_in.wait()
-    puller = asyncio.create_task(pull())
-    await asyncio.sleep(0.3)  # the pull is now waiting for the row's lock
-    assert not puller.done()
-    release.set()
-    await holder
-    assert await asyncio.wait_for(puller, 10) == {ids[0]}
+    assert await while_held(gateway, acme.tenant_id, ids[0], pull()) == {ids[0]}
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         after = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
     assert after[ids[0]]["status"] == "fetched"
@@ -196,13 +206,6 @@ async def test_record_receipts_writes_a_row_changed_while_it_waits(
         )
         row = await cur.fetchone()
         assert row is not None
-    holder_in, release = asyncio.Event(), asyncio.Event()
-
-    async def hold() -> None:
-        async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
-            await conn.execute("UPDATE messages SET attempts = attempts WHERE id = %s", (ids[1],))
-            holder_in.set()
-            await release.wait()
 
     async def record() -> None:
         async with gateway.pool.connection() as conn:
@@ -212,14 +215,7 @@ async def test_record_receipts_writes_a_row_changed_while_it_waits(
                  [row["accepted_at"]], [b"signature"], [row["accepted_at"]]),
             )  # fmt: skip
 
-    holder = asyncio.create_task(hold())
-    await holder_in.wait()
-    recorder = asyncio.create_task(record())
-    await asyncio.sleep(0.3)  # record_receipts now waits for the row's lock
-    assert not recorder.done()
-    release.set()
-    await holder
-    await asyncio.wait_for(recorder, 10)
+    await while_held(gateway, acme.tenant_id, ids[1], record())
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         cur = await conn.execute(
             """SELECT m.stream_seq, (SELECT count(*) FROM receipts r WHERE r.msg_id = m.id
