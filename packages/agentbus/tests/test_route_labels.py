@@ -1,5 +1,6 @@
 """The access log and the HTTP metrics name the inbox and task routes by their templates, not
-``unmatched``: they are FastAPI routes, so the router records the route that answered."""
+``unmatched``: they are plain routes on an included router, which FastAPI does not record in the
+request scope, and the kernel finds them by their endpoint (``platformkit.http.metrics``)."""
 
 from __future__ import annotations
 

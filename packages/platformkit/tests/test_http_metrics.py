@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from platformkit.http import create_app, http_metrics
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
@@ -45,6 +45,9 @@ async def client(registry: CollectorRegistry) -> AsyncIterator[httpx.AsyncClient
 
     app.mount("/raw", raw)
     app.add_route("/plain/{n}", beat)
+    boxes = APIRouter()  # a plain route on an included router, which FastAPI does not record
+    boxes.add_route("/boxes/{box_id}", beat, methods=["GET"])
+    app.include_router(boxes, prefix="/v2")
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
         yield c
@@ -68,6 +71,7 @@ async def test_requests_are_counted_by_route_template_not_path(client: httpx.Asy
     await client.get("/random/path/1")
     await client.get("/raw/any/thing")
     await client.get("/plain/9")
+    await client.get("/v2/boxes/7")
     await client.get("/healthz")
     await client.request("BREW", "/items/1")
     r = await client.get("/metrics")
@@ -79,6 +83,7 @@ async def test_requests_are_counted_by_route_template_not_path(client: httpx.Asy
     assert counts[("GET", "unmatched", "404")] == 1
     assert counts[("GET", "/raw/{path}", "200")] == 1
     assert counts[("GET", "/plain/{n}", "200")] == 1
+    assert counts[("GET", "/v2/boxes/{box_id}", "200")] == 1
     assert counts[("GET", "/healthz", "200")] == 1
     assert counts[("other", "/items/{item_id}", "405")] == 1
     assert "/items/1" not in r.text

@@ -100,9 +100,9 @@ async def post_read(request: Request) -> Response:
     return FastJSONResponse({"results": await settle.read(svc, who, items)})
 
 
-router.add_api_route("/v1/inbox", get_inbox, methods=["GET"], include_in_schema=False)
-router.add_api_route("/v1/inbox/ack", post_ack, methods=["POST"], include_in_schema=False)
-router.add_api_route("/v1/inbox/nak", post_nak, methods=["POST"], include_in_schema=False)
-router.add_api_route("/v1/inbox/term", post_term, methods=["POST"], include_in_schema=False)
-router.add_api_route("/v1/inbox/read", post_read, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/inbox", get_inbox, methods=["GET"], include_in_schema=False)
+router.add_route("/v1/inbox/ack", post_ack, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/inbox/nak", post_nak, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/inbox/term", post_term, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/inbox/read", post_read, methods=["POST"], include_in_schema=False)
 router.add_websocket_route("/v1/inbox/ws", inbox_socket)

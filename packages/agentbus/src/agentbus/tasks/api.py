@@ -77,12 +77,10 @@ async def list_tasks(request: Request) -> Response:
     return JSONResponse(page)
 
 
-router.add_api_route("/v1/tasks", post_task, methods=["POST"], include_in_schema=False)
-router.add_api_route("/v1/tasks", list_tasks, methods=["GET"], include_in_schema=False)
-router.add_api_route("/v1/tasks/{task_id}", get_task, methods=["GET"], include_in_schema=False)
-router.add_api_route(
+router.add_route("/v1/tasks", post_task, methods=["POST"], include_in_schema=False)
+router.add_route("/v1/tasks", list_tasks, methods=["GET"], include_in_schema=False)
+router.add_route("/v1/tasks/{task_id}", get_task, methods=["GET"], include_in_schema=False)
+router.add_route(
     "/v1/tasks/{task_id}/transitions", get_transitions, methods=["GET"], include_in_schema=False
 )
-router.add_api_route(
-    "/v1/tasks/{task_id}/{verb}", post_verb, methods=["POST"], include_in_schema=False
-)
+router.add_route("/v1/tasks/{task_id}/{verb}", post_verb, methods=["POST"], include_in_schema=False)

@@ -15,7 +15,7 @@ the one process is exported as it is.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from weakref import WeakKeyDictionary
 
 from prometheus_client import (
@@ -75,20 +75,39 @@ def http_metrics(registry: CollectorRegistry | None = None) -> HttpMetrics:
     return _by_registry[registry]
 
 
-def _matched_route(scope: Scope) -> object | None:
+def _matched_route(scope: Scope) -> tuple[object | None, str]:
+    """The route that handled ``scope`` and the prefix of the routers it was included through."""
     route: object | None = scope.get("route")
     if route is not None or "endpoint" not in scope:
-        return route
+        return route, ""
     # FastAPI's router records only its own APIRoutes; a plain Route or a Mount added to a
-    # FastAPI app is found by the endpoint routing stored (identity checks, no re-matching).
-    endpoint = scope["endpoint"]
-    candidates: Iterable[object] = getattr(scope.get("router"), "routes", ())
-    for candidate in candidates:
-        if getattr(candidate, "endpoint", None) is endpoint or (
+    # FastAPI app, or to a router it includes, is found by the endpoint routing stored (identity
+    # checks, no re-matching), and by its path where one endpoint serves several routes.
+    found = list(_by_endpoint(getattr(scope.get("router"), "routes", ()), scope["endpoint"], ""))
+    if len(found) > 1:
+        path = str(scope.get("path", ""))[len(str(scope.get("root_path", ""))) :]
+        found = [(r, prefix) for r, prefix in found if _matches(r, prefix, path)] or found
+    return found[0] if found else (None, "")
+
+
+def _by_endpoint(
+    routes: Iterable[object], endpoint: object, prefix: str
+) -> Iterator[tuple[object, str]]:
+    for candidate in routes:
+        included = getattr(candidate, "original_router", None)  # FastAPI's include_router
+        if included is not None:
+            context = getattr(candidate, "include_context", None)
+            inner = prefix + str(getattr(context, "prefix", "") or "")
+            yield from _by_endpoint(getattr(included, "routes", ()), endpoint, inner)
+        elif getattr(candidate, "endpoint", None) is endpoint or (
             getattr(candidate, "app", None) is endpoint and hasattr(candidate, "routes")
         ):
-            return candidate
-    return None
+            yield candidate, prefix
+
+
+def _matches(route: object, prefix: str, path: str) -> bool:
+    regex = getattr(route, "path_regex", None)
+    return path.startswith(prefix) and regex is not None and bool(regex.match(path[len(prefix) :]))
 
 
 def route_template(scope: Scope, outer_root_path: str = "") -> str:
@@ -97,11 +116,11 @@ def route_template(scope: Scope, outer_root_path: str = "") -> str:
     Read after the router ran: routing records the matched route (or at least its endpoint) in
     the scope and grows ``root_path`` by each mount's matched prefix.
     """
-    route = _matched_route(scope)
+    route, included_prefix = _matched_route(scope)
     path = getattr(route, "path", None)
     if not isinstance(path, str):
         return UNMATCHED
-    prefix = str(scope.get("root_path", ""))[len(outer_root_path) :]
+    prefix = str(scope.get("root_path", ""))[len(outer_root_path) :] + included_prefix
     if hasattr(route, "routes") and not hasattr(route, "endpoint"):
         return prefix + "/{path}"  # the innermost match is a mounted app with its own paths
     return prefix + path
