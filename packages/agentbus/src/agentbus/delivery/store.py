@@ -13,16 +13,15 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from platformkit.db.scope import Conn
 
 from agentbus.delivery.domain import Status, sources
-from agentbus.gateway.wire import uuid7_time
+from agentbus.gateway.wire import accepted_since
 
 Row = dict[str, Any]
-ID_SLACK = timedelta(minutes=5)
 
 _COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status, m.expires_at,
         m.stream_seq, m.attempts, m.to_agent_id, m.payload_ref, m.payload_sha256, m.dek_version,
@@ -74,7 +73,7 @@ _REACHED = """SELECT x.toid, x.tid, u.*
 
 
 def _by_ids(tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[str, Any]:
-    since = [uuid7_time(i) - ID_SLACK for i in ids]
+    since = [accepted_since(i) for i in ids]
     return {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": since}
 
 

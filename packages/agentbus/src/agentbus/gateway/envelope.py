@@ -21,7 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from wirekit import canonical_json
 
 from agentbus.gateway import errors as e
-from agentbus.gateway.wire import b64url_decode, format_ts, parse_ts, uuid7_time
+from agentbus.gateway.wire import ID_AHEAD, b64url_decode, format_ts, parse_ts, uuid7_time
 from agentbus.ids import InvalidId, parse_id
 
 SEND_BODY_MAX = 327680
@@ -34,7 +34,7 @@ REQUIRED = (
 )  # fmt: skip
 OPTIONAL = ("subject", "replyto", "correlation", "idempotencykey", "capability", "capabilityver",
             "expires")  # fmt: skip
-AHEAD, BEHIND = timedelta(minutes=5), timedelta(days=6)
+AHEAD, BEHIND = ID_AHEAD, timedelta(days=6)
 _TYPE = re.compile(r"^agentbus\.[a-z]+(\.[a-z]+)*\.v[1-9][0-9]*$")
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 _IDEMPOTENCY = re.compile(r"^[\x21-\x7e]{1,200}$")

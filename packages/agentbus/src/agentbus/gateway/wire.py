@@ -54,6 +54,17 @@ def uuid7_time(value: uuid.UUID) -> datetime:
     return _EPOCH + timedelta(milliseconds=value.int >> 80)
 
 
+ID_AHEAD = timedelta(minutes=5)
+"""How far a message id's time may run ahead of the gateway's clock (AB-2009)."""
+
+
+def accepted_since(msg_id: uuid.UUID) -> datetime:
+    """The earliest ``accepted_at`` of the message ``msg_id``: an id is at most ``ID_AHEAD``
+    ahead of the gateway's clock when accepted (conventions §1.3), so this lower bound lets a
+    lookup by id prune partitions."""
+    return uuid7_time(msg_id) - ID_AHEAD
+
+
 def payload_digest(data: Any) -> tuple[bytes, bytes]:
     """``(canonical_json(data), its SHA-256)``: the stored plaintext and ``payload_sha256``."""
     plain = canonical_json(data)

@@ -16,7 +16,7 @@ from typing import Any
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
-from agentbus.gateway.wire import uuid7_time
+from agentbus.gateway.wire import accepted_since
 
 Row = dict[str, Any]
 
@@ -33,7 +33,6 @@ _BY_IDS = f"""SELECT {_COLUMNS}
          WHERE m0.tenant_id = %s AND m0.id = k.id AND m0.accepted_at >= k.since
         OFFSET 0) AS m
     {_ADDRESSES}"""
-ID_SLACK = timedelta(minutes=5)
 
 
 async def insert_message(conn: Conn, tenant_id: uuid.UUID, values: Row) -> None:
@@ -76,7 +75,7 @@ async def claim_ids(
         (keys,),
     )
     found = await conn.execute(
-        _BY_IDS, (msg_ids, [uuid7_time(msg_id) - ID_SLACK for msg_id in msg_ids], tenant_id)
+        _BY_IDS, (msg_ids, [accepted_since(msg_id) for msg_id in msg_ids], tenant_id)
     )
     existing = {row["id"]: row for row in await found.fetchall()}
     locked = await lock.fetchone()  # arrived with the lookup's result
@@ -87,7 +86,7 @@ async def claim_ids(
 async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
     cur = await conn.execute(
         f"{SELECT} WHERE m.tenant_id = %s AND m.id = %s AND m.accepted_at >= %s",
-        (tenant_id, msg_id, uuid7_time(msg_id) - ID_SLACK),
+        (tenant_id, msg_id, accepted_since(msg_id)),
     )
     return await cur.fetchone()
 
