@@ -5,7 +5,7 @@ the commit, so a lost JetStream ack is caught by the next pull's triage (05 §10
 result is ``ok``, ``already_acked``, ``terminal`` (with the status, never to be presented) or
 ``invalid`` (bad id, a token that fails its HMAC or is another agent's, a message not to the
 caller). Acks, naks and reads are idempotent per message. The acks and reads of a batch that
-move a message are written together, in one round trip (``store.ack_many``).
+move a message are written together by one statement (``store.ack_many``).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ async def _run(
     many: Batch | None = None,
 ) -> tuple[Results, list[tuple[str, AckSubject, int]]]:
     """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item, or
-    None to leave the item to ``many``, which settles all those items together (one round trip)
+    None to leave the item to ``many``, which settles all those items together (one statement)
     after the others. Rows are locked in id order (two batches never deadlock); with a
     repeated id each item is settled at once instead, so the next copy sees the change.
     Results keep the request's order; status notifications are published after the commit."""

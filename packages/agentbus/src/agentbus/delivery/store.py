@@ -43,26 +43,26 @@ _BY_IDS = f"""SELECT {_COLUMNS}
         OFFSET 0) AS d ON true"""
 
 
-# Batch updates reach each row through its full key, in two statements that a pipelined
-# transaction sends together: ``_LOCK`` locks the rows, one index probe per row (the subquery,
-# kept apart by OFFSET 0, runs for each); then the UPDATE finds them again the same way and
-# writes them through (tableoid, ctid), keeping those whose status is one of %(from)s.
+# Batch updates reach each row through its full key: the rows are locked first, one index probe
+# per row (``_LOCK``, or the caller's ``lock_many``), in a statement of their own; then the
+# UPDATE finds them again the same way (``_REACHED``) and writes them through (tableoid, ctid),
+# keeping those whose status is one of %(from)s. A pipelined transaction sends both together.
 #
 # Joined to messages directly, the id array left the plan to the statistics: without fresh ones
 # PostgreSQL scanned the tenant's rows, and with them the whole partial index of open statuses,
-# whose dead entries grow until the next vacuum. The lock must come first, in its own
+# whose dead entries grow until the next vacuum. The lock must come before the UPDATE's
 # statement: a statement sees the rows as of its start, so an UPDATE that waited for a lock
 # inside itself would look for the row's old version by TID and miss the one a concurrent
 # transaction had just committed (the send path writing stream_seq as the pull arrives). After
-# the lock, the UPDATE's snapshot holds the latest version, and nobody else can change it. The
-# status is checked outside the subquery, so the partial index cannot serve it. ``rows`` names
-# the keys (id, at) and whatever else the UPDATE takes from them.
+# the lock, the UPDATE's snapshot holds the latest version, and nobody else can change it.
 _LOCK = """SELECT 1
       FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[]) AS u(id, at)
       CROSS JOIN LATERAL (
           SELECT 1 FROM messages m0
            WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
           OFFSET 0 FOR UPDATE) AS x"""
+# ``rows`` names the keys (id, at) and whatever else the UPDATE takes from them; the status is
+# checked outside the subquery, so the partial index cannot serve it.
 _REACHED = """SELECT x.toid, x.tid, u.*
       FROM {rows}
       CROSS JOIN LATERAL (
@@ -194,8 +194,9 @@ async def ack_many(
     """A whole batch to ``delivered`` (transport ack) or ``read`` (application ack,
     ``read_ats`` per row), filling ``delivered_at`` (a read proves delivery, 05 §2.1) and
     ``read_at``, and each moved message's ``delivery_state`` (transport ack; for ``read`` also
-    the application ack), in one round trip (the lock, then one statement). Returns the ids
-    that moved; the others changed status meanwhile."""
+    the application ack), in one statement. ``rows`` were locked by the caller (``lock_many``,
+    an earlier statement of this transaction), so the update by TID writes their latest
+    version. Returns the ids that moved; the others changed status meanwhile."""
     read_set, app_column, app_set = _ACKED[to]
     app_value = ", COALESCE(moved.read_at, now())" if app_column else ""
     keys = "unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(reads)s::timestamptz[])"
@@ -204,7 +205,6 @@ async def ack_many(
         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
         "reads": list(read_ats),
     }  # fmt: skip
-    await conn.execute(_LOCK, params)
     cur = await conn.execute(
         f"""WITH moved AS (
                 UPDATE messages m SET status = %(to)s,
