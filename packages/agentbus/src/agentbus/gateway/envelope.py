@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from wirekit import canonical_json
 
+from agentbus.gateway import ed25519
 from agentbus.gateway import errors as e
 from agentbus.gateway.wire import ID_AHEAD, b64url_decode, format_ts, parse_ts, uuid7_time
 from agentbus.ids import InvalidId, parse_id
@@ -236,12 +235,8 @@ def signed_bytes(env: dict[str, Any]) -> bytes:
 
 
 def verify_signature(parsed: Parsed, public_key: bytes) -> None:
-    try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(
-            parsed.signature, signed_bytes(parsed.raw)
-        )
-    except (InvalidSignature, ValueError) as exc:
+    if not ed25519.verify(public_key, parsed.signature, signed_bytes(parsed.raw)):
         raise e.SignatureInvalid(
             f"signature does not verify with key {parsed.raw['keyid']}",
             errors=[{"pointer": "/signature", "reason": "does not verify"}],
-        ) from exc
+        )

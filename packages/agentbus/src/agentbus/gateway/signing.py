@@ -22,6 +22,7 @@ from platformkit.db.scope import Pool, transaction
 from psycopg import AsyncConnection
 from wirekit import canonical_json
 
+from agentbus.gateway import ed25519
 from agentbus.ids import new_signing_kid
 
 _HEADER = struct.Struct(">BI")
@@ -89,6 +90,7 @@ class SigningKeys:
     keyring: Keyring
     signer_kid: str | None = None
     _private: dict[str, Ed25519PrivateKey] = field(default_factory=dict, repr=False)
+    _signers: dict[str, ed25519.Signer] = field(default_factory=dict, repr=False)
     public: dict[str, Ed25519PublicKey] = field(default_factory=dict)
     retired: dict[str, Any] = field(default_factory=dict)
     verified: dict[str, tuple[float, str, Any]] = field(default_factory=dict, repr=False)
@@ -113,6 +115,9 @@ class SigningKeys:
         self.retired = {r["kid"]: r["retired_at"] for r in every if r["retired_at"] is not None}
         usable_kids = [r["kid"] for r in usable]
         self._private = {k: v for k, v in self._private.items() if k in usable_kids}
+        self._signers = {
+            k: self._signers.get(k) or ed25519.Signer(v) for k, v in self._private.items()
+        }
         self.signer_kid = usable_kids[-1] if usable_kids else None
 
     def signer(self) -> tuple[str, Ed25519PrivateKey]:
@@ -121,8 +126,8 @@ class SigningKeys:
         return self.signer_kid, self._private[self.signer_kid]
 
     def sign(self, data: bytes) -> tuple[str, bytes]:
-        kid, key = self.signer()
-        return kid, key.sign(data)
+        kid, _key = self.signer()
+        return kid, self._signers[kid].sign(data)
 
     def usable_public(self, kid: str) -> Ed25519PublicKey | None:
         """A key whose credentials are accepted: known and not retired."""
