@@ -8,8 +8,10 @@ import json
 import logging
 import os
 import stat
+import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
@@ -22,6 +24,7 @@ from platformkit.crypto import (
     InMemoryDataKeyStore,
     Keyring,
     KeyringError,
+    StoredDataKey,
     UnwrapError,
     WrappedDataKey,
     generate_keyring,
@@ -31,6 +34,7 @@ from platformkit.crypto import (
     sealed_key_id,
     unwrap_data_key,
 )
+from platformkit.crypto import envelope as envelope_module
 
 TENANT = uuid.UUID("0190f0a0-0000-7000-8000-000000000001")
 OTHER = uuid.UUID("0190f0a0-0000-7000-8000-000000000002")
@@ -60,9 +64,11 @@ def keyring(keyring_path: Path) -> Keyring:
     return generate_keyring(keyring_path)
 
 
-@pytest.fixture
-def envelope(keyring: Keyring) -> Envelope:
-    return Envelope(keyring, InMemoryDataKeyStore())
+@pytest.fixture(params=[0.0, 600.0], ids=["unwrap-each-use", "unwrapped-kept"])
+def envelope(keyring: Keyring, request: pytest.FixtureRequest) -> Envelope:
+    """Every service test runs with and without keeping unwrapped keys: keeping them must not
+    change a single answer."""
+    return Envelope(keyring, InMemoryDataKeyStore(), unwrapped_ttl_s=request.param)
 
 
 def a_data_key(key_id: int = 1) -> DataKey:
@@ -411,3 +417,35 @@ async def test_garbage_ciphertext_is_a_decryption_error(envelope: Envelope) -> N
     for garbage in (b"", b"\x02" + bytes(40), b"\x01" + bytes(10)):
         with pytest.raises(DecryptionError):
             await envelope.decrypt(TENANT, garbage, owner=OWNER)
+
+
+async def test_an_unwrapped_key_is_kept_for_its_row_and_its_time(
+    keyring: Keyring, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = InMemoryDataKeyStore()
+    envelope = Envelope(keyring, store, unwrapped_ttl_s=600)
+    await envelope.encrypt(TENANT, b"x", owner=OWNER)
+    stored = await store.get_active(TENANT)
+    assert stored is not None
+    first = envelope.unwrap(TENANT, stored)
+    assert envelope.unwrap(TENANT, stored) is first
+    assert envelope.unwrap(str(TENANT), stored) is first
+    # The same row re-wrapped under another deployment key is another row: unwrapped anew.
+    keyring.add_key()
+    rewrapped = StoredDataKey(1, new_data_key(keyring, TENANT))
+    assert envelope.unwrap(TENANT, rewrapped) is not first
+    # Never for another tenant, whose binding the wrapped key does not open.
+    with pytest.raises(DataKeyUnavailableError):
+        envelope.unwrap(OTHER, stored)
+    later = time.monotonic() + 601
+    monkeypatch.setattr(envelope_module, "time", SimpleNamespace(monotonic=lambda: later))
+    assert envelope.unwrap(TENANT, stored) is not first
+
+
+async def test_without_a_time_every_use_unwraps(keyring: Keyring) -> None:
+    store = InMemoryDataKeyStore()
+    envelope = Envelope(keyring, store)
+    await envelope.encrypt(TENANT, b"x", owner=OWNER)
+    stored = await store.get_active(TENANT)
+    assert stored is not None
+    assert envelope.unwrap(TENANT, stored) is not envelope.unwrap(TENANT, stored)

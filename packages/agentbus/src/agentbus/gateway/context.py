@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from agentbus.gateway.hooks import TaskRules
 
 
+UNWRAPPED_KEY_TTL_S = 600.0
+"""How long an unwrapped tenant data key is reused (data model §5.2)."""
+
+
 @dataclass
 class Gateway:
     settings: GatewaySettings
@@ -45,9 +49,10 @@ class Gateway:
     data_keys: TenantKeyStore = field(init=False)
 
     def __post_init__(self) -> None:
-        # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel.
+        # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel;
+        # an unwrapped key is kept for 10 minutes (§5.2), and only while its row is unchanged.
         self.data_keys = TenantKeyStore(self.pool)
-        self.crypto = Envelope(self.keyring, self.data_keys)
+        self.crypto = Envelope(self.keyring, self.data_keys, unwrapped_ttl_s=UNWRAPPED_KEY_TTL_S)
 
 
 def get_gateway(conn: HTTPConnection) -> Gateway:

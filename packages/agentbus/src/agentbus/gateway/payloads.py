@@ -17,11 +17,9 @@ from typing import Any
 from platformkit.crypto import (
     DataKeyUnavailableError,
     DecryptionError,
-    UnwrapError,
     new_data_key,
     seal,
     sealed_key_id,
-    unwrap_data_key,
 )
 from platformkit.db.scope import Conn
 
@@ -47,8 +45,8 @@ async def seal_payload(
     if stored is None:
         stored = await store_wrapped_key(conn, tenant_id, new_data_key(gw.keyring, tenant_id))
     try:
-        data_key = unwrap_data_key(gw.keyring, stored.wrapped, tenant_id, key_id=stored.key_id)
-    except UnwrapError as exc:
+        data_key = gw.crypto.unwrap(tenant_id, stored)
+    except DataKeyUnavailableError as exc:
         raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
     sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=format_id("msg", msg_id))
     return payload_key(tenant_id, msg_id), sealed, sealed_key_id(sealed)

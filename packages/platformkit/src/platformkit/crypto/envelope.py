@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 
 from cryptography.exceptions import InvalidTag
 from wirekit import canonical_json
@@ -46,6 +47,7 @@ VERSION = 1
 _HEADER = struct.Struct(">BI")
 _NONCE = 12
 _MIN_SIZE = _HEADER.size + _NONCE + 16
+_UNWRAPPED_MAX = 10_000
 
 
 class DecryptionError(Exception):
@@ -93,12 +95,38 @@ def open_sealed(data_key: DataKey, sealed: bytes, *, tenant_id: TenantId, owner:
 class Envelope:
     """Encrypt and decrypt tenant values with per-tenant data keys wrapped by the keyring.
 
-    No unwrapped key is cached: deleting a tenant's keys takes effect at once in every process.
+    Every operation asks the store for the wrapped key, so deleting a tenant's keys takes effect
+    as soon as the store stops returning them. By default each use unwraps again. With
+    ``unwrapped_ttl_s`` an unwrapped key is reused for that long, remembered under the tenant
+    and the exact wrapped row it came from: a key the store no longer returns (deleted,
+    destroyed, re-wrapped under another deployment key) is never served from memory, and only
+    a deployment key taken out of the keyring takes up to that long to stop opening values.
     """
 
-    def __init__(self, keyring: Keyring, store: DataKeyStore) -> None:
+    def __init__(
+        self, keyring: Keyring, store: DataKeyStore, *, unwrapped_ttl_s: float = 0.0
+    ) -> None:
         self._keyring = keyring
         self._store = store
+        self._unwrapped_ttl_s = unwrapped_ttl_s
+        self._unwrapped: dict[tuple[str, StoredDataKey], tuple[float, DataKey]] = {}
+
+    def unwrap(self, tenant_id: TenantId, stored: StoredDataKey) -> DataKey:
+        """``stored`` unwrapped for ``tenant_id``; DataKeyUnavailableError if it does not open."""
+        if self._unwrapped_ttl_s <= 0:
+            return self._unwrap(tenant_id, stored)
+        memo = (str(tenant_id), stored)
+        hit = self._unwrapped.get(memo)
+        now = time.monotonic()
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        key = self._unwrap(tenant_id, stored)
+        if len(self._unwrapped) >= _UNWRAPPED_MAX:
+            self._unwrapped = {k: v for k, v in self._unwrapped.items() if v[0] > now}
+            if len(self._unwrapped) >= _UNWRAPPED_MAX:
+                self._unwrapped.clear()
+        self._unwrapped[memo] = (now + self._unwrapped_ttl_s, key)
+        return key
 
     def _unwrap(self, tenant_id: TenantId, stored: StoredDataKey) -> DataKey:
         try:
@@ -110,7 +138,7 @@ class Envelope:
         stored = await self._store.get_active(tenant_id)
         if stored is None:
             stored = await self._store.put(tenant_id, new_data_key(self._keyring, tenant_id))
-        return self._unwrap(tenant_id, stored)
+        return self.unwrap(tenant_id, stored)
 
     async def encrypt(self, tenant_id: TenantId, plaintext: bytes, *, owner: str) -> bytes:
         """Seal under the tenant's active data key, creating the tenant's first key if needed."""
@@ -123,9 +151,7 @@ class Envelope:
         stored = await self._store.get(tenant_id, key_id)
         if stored is None:
             raise DataKeyUnavailableError(f"tenant {tenant_id} has no data key {key_id}")
-        return open_sealed(
-            self._unwrap(tenant_id, stored), sealed, tenant_id=tenant_id, owner=owner
-        )
+        return open_sealed(self.unwrap(tenant_id, stored), sealed, tenant_id=tenant_id, owner=owner)
 
     async def rotate_tenant_key(self, tenant_id: TenantId) -> int:
         """Give the tenant a new active data key under the active deployment key; old keys stay."""
