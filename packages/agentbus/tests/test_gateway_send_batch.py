@@ -40,6 +40,8 @@ async def stored_seqs(gw: Gateway, world: World, ids: list[str]) -> list[int | N
 
 
 Pair = tuple[World, SimAgent, SimAgent]
+SCHEMA = "https://agentbus.exchange/schemas/"
+REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
 
 
 @pytest.fixture
@@ -195,3 +197,42 @@ async def test_a_refusal_after_the_signature_check_holds_the_rest_of_its_lane(
     codes = [r["problem"]["code"] for r in results[1:]]
     assert codes == ["AB-2007", "AB-3002", "AB-2021"]
     assert await stored_seqs(gateway, world, [after["id"], nowhere["id"]]) == [None, None]
+
+
+async def test_tasks_in_a_batch_keep_the_messages_around_them(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair
+) -> None:
+    """Messages are inserted together, a task at once (its rules read and refer to rows); a
+    refused task undoes only itself."""
+    world, alice, bob = acme
+    carol = await enroll(gateway_client, world, "carol", capabilities=REVIEW)
+    lane = format_id("cnv", uuid7())
+
+    def task_request(to: SimAgent, key: str) -> dict[str, Any]:
+        env = alice.envelope(to.address, {"instructions": "review PR 4411"})
+        env.update(
+            type="agentbus.task.request.v1",
+            dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
+            subject="tsk_" + env["id"][4:],
+            idempotencykey=key,
+            capability="code.review",
+        )
+        return alice.sign(env)
+
+    m1, m2 = (alice.sign(alice.envelope(bob.address, {"text": t}, conversation=lane)) for t in "ab")
+    m3 = alice.sign(alice.envelope(bob.address, {"text": "another lane"}))
+    to_carol, to_bob = task_request(carol, "k1"), task_request(bob, "k2")  # bob offers nothing
+    repeat = task_request(carol, "k1")  # same key and payload: the same task (04 §6.1)
+
+    reply = await post_batch(gateway_client, alice, [m1, to_carol, m2, to_bob, m3, repeat])
+
+    results = reply.json()["results"]
+    assert [r["status"] for r in results] == [202, 202, 202, 422, 202, 200], results
+    assert results[1]["task"]["id"] == to_carol["subject"]
+    assert results[5]["duplicate_of"] == to_carol["id"]
+    seqs = await stored_seqs(gateway, world, [e["id"] for e in (m1, to_carol, m2, to_bob, m3)])
+    assert [s is not None for s in seqs] == [True, True, True, False, True]
+    task = await gateway_client.get(f"/v1/tasks/{to_carol['subject']}", headers=carol.headers())
+    assert task.status_code == 200, task.text
+    missing = await gateway_client.get(f"/v1/tasks/{to_bob['subject']}", headers=alice.headers())
+    assert missing.status_code == 404

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -71,10 +72,13 @@ async def insert_send(
     send: PendingSend,
     rules: TaskRules | None,
     uploads: list[tuple[str, bytes]],
+    rows: list[dict[str, Any]],
 ) -> dict[str, Any] | None:
     """Steps 3-4 inside the caller's transaction (the one that validated the send): seal the
     payload and add it to ``uploads`` (the caller stores them all before the commit),
-    insert the conversation (if new), the ``messages`` row and the task rows; the response's
+    insert the conversation (if new) and a task's rows, and add the ``messages`` row to
+    ``rows``, which the caller inserts together (``insert_rows``) before the commit and before
+    the checks of a later task send, which read earlier requests' rows; the response's
     ``task`` member. A database error (none is expected: the id's lock keeps concurrent twins
     apart) propagates and fails the request."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
@@ -87,12 +91,19 @@ async def insert_send(
             conn, env.conversation_id, send.sender, send.recipient, title
         )
     values = _row_values(send, payload_ref, dek_version)
-    await messages.insert_message(conn, tid, values)
     send.message = {
         **values, "tenant_id": tid, "status": "accepted", "stream_seq": None,
         "from_address": principal.address, "to_subject": send.recipient["inbox_subject"],
     }  # fmt: skip
-    return None if rules is None else await rules.apply(conn, send)
+    task = None if rules is None else await rules.apply(conn, send)
+    rows.append(values)  # after the task rules, which may still refuse the send
+    return task
+
+
+async def insert_rows(conn: Conn, tenant_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
+    """The ``messages`` rows ``insert_send`` collected, in one statement; ``rows`` is emptied."""
+    await messages.insert_messages(conn, tenant_id, rows)
+    rows.clear()
 
 
 async def finish_sends(

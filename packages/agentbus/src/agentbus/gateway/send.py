@@ -34,7 +34,7 @@ from platformkit.db.scope import Conn, tenant_transaction
 from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.errors import AgentBusError
 from agentbus.gateway import errors as e
-from agentbus.gateway.accept import Task, finish_sends, insert_send
+from agentbus.gateway.accept import Task, finish_sends, insert_rows, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import admit
@@ -259,6 +259,7 @@ async def _send(
     replays: list[tuple[int, Parsed, dict[str, Any] | None, TaskRules | None]] = []
     accepted: list[tuple[int, PendingSend, Task]] = []
     uploads: list[tuple[str, bytes]] = []
+    rows: list[dict[str, Any]] = []  # messages rows not inserted yet (accept.insert_rows)
     joined: dict[uuid.UUID, dict[str, Any]] = {}  # conversations this batch joined
     async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
         signed: list[tuple[int, Lane, PendingSend]] = []
@@ -297,11 +298,13 @@ async def _send(
                 continue
             send.accepted_at = accepted_at
             found = joined.get(env.conversation_id) or known.get(env.conversation_id)
+            if rules is not None:  # task rules read the rows of earlier requests
+                await insert_rows(conn, principal.tenant_id, rows)
             try:
                 async with _undo_on_refusal(conn, rules):
                     outcome = await _validate(conn, gw, send, rules, now, found)
                     if outcome is None:
-                        task = await insert_send(conn, gw, send, rules, uploads)
+                        task = await insert_send(conn, gw, send, rules, uploads, rows)
             except AgentBusError as exc:
                 refuse(i, lane, exc)
                 continue
@@ -311,6 +314,7 @@ async def _send(
             accepted.append((i, send, task))
             inserted[env.msg_id] = env.signature
             joined[env.conversation_id] = _with_sender(send)
+        await insert_rows(conn, principal.tenant_id, rows)
         if uploads:  # every payload is stored before its row commits
             await gw.objects.put_many(uploads)
     if accepted:
