@@ -34,9 +34,10 @@ async def test_put_get_replace_delete(store: ObjectStore) -> None:
     assert await store.get(KEY) == b"\x00sealed bytes\xff"
     await store.put_many([(KEY, b"retried")])  # a retried send writes the same key again
     assert await store.get(KEY) == b"retried"
-    large = os.urandom(300 * 1024)
-    await store.put_many([(KEY + ".large", large)])
-    assert await store.get(KEY + ".large") == large
+    for size in (300 * 1024, 3 * 1024 * 1024 + 7):  # one read and several
+        large = os.urandom(size)
+        await store.put_many([(KEY + ".large", large)])
+        assert await store.get(KEY + ".large") == large
     await store.delete(KEY)
     with pytest.raises(ObjectMissing):
         await store.get(KEY)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from wirekit import canonical_json
+from wirekit import canonical_json_parsed
 
 from agentbus.gateway import ed25519
 from agentbus.gateway import errors as e
@@ -100,7 +100,7 @@ def _canonical_size(value: Any) -> int:
     """The length of ``value``'s canonical encoding; lone surrogates and other non-text fail
     here (AB-2001), not at signing."""
     try:
-        return len(canonical_json(value))
+        return len(canonical_json_parsed(value))
     except (ValueError, UnicodeError, TypeError) as exc:
         raise _malformed(exc) from None
 
@@ -231,7 +231,9 @@ def check_attributes(env: dict[str, Any], now: datetime) -> Parsed:
 
 
 def signed_bytes(env: dict[str, Any]) -> bytes:
-    return canonical_json({k: v for k, v in env.items() if k != "signature"})
+    """The canonical envelope without its signature; ``env`` came from ``json.loads``, so
+    it holds JSON types only and the encoding skips the type walk."""
+    return canonical_json_parsed({k: v for k, v in env.items() if k != "signature"})
 
 
 def verify_signature(parsed: Parsed, public_key: bytes) -> None:

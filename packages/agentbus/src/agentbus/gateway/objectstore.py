@@ -27,6 +27,8 @@ from agentbus.gateway.errors import ObjectStoreUnavailable
 from agentbus.gateway.wire import uuid7_time
 from agentbus.ids import format_id
 
+_READ_CHUNK = 1 << 20
+
 
 class ObjectMissing(LookupError):
     """No object under that key (expired by retention, or never written)."""
@@ -147,9 +149,16 @@ class LocalObjects:
 
 def _read(path: str) -> bytes:
     """A payload file, read on the event loop (a read of a small cached file costs less than
-    a hand-off to a thread)."""
-    with open(path, "rb") as file:
-        return file.read()
+    a hand-off to a thread) with descriptor calls: ``open()`` would add a stat, a seek and a
+    terminal check, 4 µs of the 8.5 a small object took."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def open_object_store(url: str | None, local_dir: Path) -> ObjectStore:

@@ -10,7 +10,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from wirekit import canonical_json
+from wirekit import canonical_json_parsed
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -66,6 +66,7 @@ def accepted_since(msg_id: uuid.UUID) -> datetime:
 
 
 def payload_digest(data: Any) -> tuple[bytes, bytes]:
-    """``(canonical_json(data), its SHA-256)``: the stored plaintext and ``payload_sha256``."""
-    plain = canonical_json(data)
+    """``(canonical_json(data), its SHA-256)``: the stored plaintext and ``payload_sha256``.
+    ``data`` is an envelope's, fresh from ``json.loads``: JSON types only, no type walk."""
+    plain = canonical_json_parsed(data)
     return plain, hashlib.sha256(plain).digest()
