@@ -17,7 +17,13 @@ KEY = (lock_namespace("tests.leader"), 1)
 class Replica:
     """One LeaderLoop plus what it observed: bodies run and leadership changes."""
 
-    def __init__(self, url: str, keys: LockKey | list[LockKey], max_keys: int | None = None):
+    def __init__(
+        self,
+        url: str,
+        keys: LockKey | list[LockKey],
+        max_keys: int | None = None,
+        rejoin_delay: float | None = None,
+    ):
         self.bodies: list[LockKey] = []
         self.events: list[tuple[str, LockKey, float]] = []
         self.loop = LeaderLoop(
@@ -28,6 +34,7 @@ class Replica:
             poll_interval=POLL,
             check_timeout=CHECK,
             max_keys=max_keys,
+            rejoin_delay=rejoin_delay,
             on_gain=self._on("gain"),
             on_loss=self._on("loss"),
         )
@@ -43,8 +50,12 @@ class Replica:
 async def replicas(fresh_database: str) -> AsyncIterator[Callable[..., Replica]]:
     started: list[Replica] = []
 
-    def make(keys: LockKey | list[LockKey], max_keys: int | None = None) -> Replica:
-        replica = Replica(fresh_database, keys, max_keys)
+    def make(
+        keys: LockKey | list[LockKey],
+        max_keys: int | None = None,
+        rejoin_delay: float | None = None,
+    ) -> Replica:
+        replica = Replica(fresh_database, keys, max_keys, rejoin_delay)
         started.append(replica)
         return replica
 
@@ -79,15 +90,18 @@ async def test_exactly_one_of_two_leads_at_any_time(replicas: Callable[..., Repl
 async def test_follower_takes_over_when_the_holder_backend_is_terminated(
     fresh_database: str, replicas: Callable[..., Replica]
 ) -> None:
-    a, b = replicas(KEY), replicas(KEY)
+    # The old holder waits a second before competing again (by default 2 P: the healthy
+    # replica wins that race, but on a loaded machine not always within the test's time).
+    a, b = replicas(KEY, rejoin_delay=1.0), replicas(KEY)
     await a.loop.start()
     await until(lambda: a.loop.is_leader)
     await b.loop.start()
     await asyncio.sleep(2 * POLL)
     assert not b.loop.is_leader
 
+    old_pid = a.loop.backend_pid
     with psycopg.connect(fresh_database, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (a.loop.backend_pid,))
+        admin.execute("SELECT pg_terminate_backend(%s)", (old_pid,))
     killed = time.monotonic()
     took_over = await until(lambda: b.loop.is_leader)
     assert took_over <= POLL + 0.4  # documented bound: poll_interval (+ a round trip, + slack)
@@ -97,6 +111,7 @@ async def test_follower_takes_over_when_the_holder_backend_is_terminated(
     assert loss[0] - killed <= POLL + CHECK + 0.2
 
     # The old holder reconnects as a follower and does not take the key back.
+    await until(lambda: a.loop.backend_pid not in (None, old_pid))
     await asyncio.sleep(4 * POLL)
     assert b.loop.is_leader
     assert not a.loop.is_leader
