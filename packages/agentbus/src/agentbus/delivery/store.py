@@ -30,9 +30,11 @@ _COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status
 
 # One index probe per id, in the order of the ids, and one into delivery_state's key: the
 # subqueries (kept apart by OFFSET 0) run for each id, so the plan cannot turn into a scan of
-# the tenant's recent rows or of delivery_state.
+# the tenant's recent rows or of delivery_state. Arrays travel in binary (``%(...)b``): psycopg
+# builds a text array in Python element by element (1.8 µs per uuid, 3.3 per timestamp here),
+# a binary one for a fraction of that.
 _BY_IDS = f"""SELECT {_COLUMNS}
-    FROM unnest(%(ids)s::uuid[], %(since)s::timestamptz[]) AS k(id, since)
+    FROM unnest(%(ids)b::uuid[], %(since)b::timestamptz[]) AS k(id, since)
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %(t)s AND m0.id = k.id AND m0.accepted_at >= k.since
@@ -56,7 +58,7 @@ _BY_IDS = f"""SELECT {_COLUMNS}
 # transaction had just committed (the send path writing stream_seq as the pull arrives). After
 # the lock, the UPDATE's snapshot holds the latest version, and nobody else can change it.
 _LOCK = """SELECT 1
-      FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[]) AS u(id, at)
+      FROM unnest(%(ids)b::uuid[], %(ats)b::timestamptz[]) AS u(id, at)
       CROSS JOIN LATERAL (
           SELECT 1 FROM messages m0
            WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
@@ -139,8 +141,8 @@ async def mark_fetched(
     await conn.execute(_LOCK, params)
     cur = await conn.execute(
         f"""WITH u AS (
-                SELECT * FROM unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(attempts)s::int[],
-                                     %(seqs)s::bigint[]) AS u(id, at, attempt, seq)),
+                SELECT * FROM unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(attempts)b::int[],
+                                     %(seqs)b::bigint[]) AS u(id, at, attempt, seq)),
             state AS (
                 INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, attempt,
                                                  last_fetched_at)
@@ -199,7 +201,7 @@ async def ack_many(
     version. Returns the ids that moved; the others changed status meanwhile."""
     read_set, app_column, app_set = _ACKED[to]
     app_value = ", COALESCE(moved.read_at, now())" if app_column else ""
-    keys = "unnest(%(ids)s::uuid[], %(ats)s::timestamptz[], %(reads)s::timestamptz[])"
+    keys = "unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(reads)b::timestamptz[])"
     params = {
         "to": to.value, "t": tenant_id, "agent": agent_id, "from": sources(to),
         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],

@@ -27,8 +27,9 @@ _ADDRESSES = """JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.from_age
 SELECT = f"SELECT {_COLUMNS} FROM messages m {_ADDRESSES}"
 # Several ids: one index probe per id (the subquery, kept apart by OFFSET 0, runs for each),
 # so the plan cannot become a scan of the tenant's recent rows whatever the statistics say.
+# The arrays travel in binary (``%b``, as in delivery/store.py).
 _BY_IDS = f"""SELECT {_COLUMNS}
-    FROM unnest(%s::uuid[], %s::timestamptz[]) AS k(id, since)
+    FROM unnest(%b::uuid[], %b::timestamptz[]) AS k(id, since)
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %s AND m0.id = k.id AND m0.accepted_at >= k.since
@@ -82,7 +83,7 @@ async def claim_ids(
     # Inside the send's pipelined transaction the locks and the lookup share one round trip.
     lock = await conn.execute(
         """SELECT now() AS now, (SELECT count(*) FROM (
-               SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) AS k) AS held) AS held""",
+               SELECT pg_advisory_xact_lock(k) FROM unnest(%b::bigint[]) AS k) AS held) AS held""",
         (keys,),
     )
     found = await conn.execute(

@@ -20,9 +20,11 @@ async def insert_receipts(
     tenant scope itself: one statement on an autocommit connection, or one more statement inside
     the caller's transaction for the same tenant. Where a row has a ``stream_seq`` and its
     message's ``message_accepted_at``, the sequence is also written into the ``messages`` row
-    where it is still NULL (05 §3 step 6), as the send path does."""
+    where it is still NULL (05 §3 step 6), as the send path does. The arrays travel in binary
+    (``%b``): psycopg builds a text array in Python, element by element, at 2-3 µs each."""
     await conn.execute(
-        "SELECT record_receipts(%s, %s, %s, %s, %s, %s, %s, %s)",
+        """SELECT record_receipts(%s, %s, %b::uuid[], %b::uuid[], %b::bigint[],
+                                  %b::timestamptz[], %b::bytea[], %b::timestamptz[])""",
         (
             tenant_id,
             issued_to_token,
