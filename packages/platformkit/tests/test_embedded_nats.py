@@ -1,0 +1,52 @@
+"""The embedded NATS server's JetStream storage limit: every stream with ``max_bytes`` reserves
+that much at creation, so the limit decides how many such streams a server accepts."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import nats
+import pytest
+from nats.js.api import StreamConfig
+from nats.js.errors import APIError
+from platformkit.nats.embedded import EmbeddedNats
+from platformkit.testing.services import free_port
+
+GIB = 1 << 30
+
+
+@pytest.fixture
+async def server(tmp_path: Path) -> AsyncIterator[Callable[[int], str]]:
+    started: list[EmbeddedNats] = []
+
+    def start(max_file_store: int) -> str:
+        srv = EmbeddedNats(
+            store_dir=tmp_path / str(len(started)), port=free_port(), max_file_store=max_file_store
+        )
+        started.append(srv)
+        return srv.start()
+
+    yield start
+    for srv in started:
+        srv.stop()
+
+
+async def add_streams(url: str, count: int) -> int:
+    """How many of ``count`` streams of 1 GiB the server accepts."""
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        for n in range(count):
+            try:
+                await js.add_stream(StreamConfig(name=f"S{n}", subjects=[f"s{n}"], max_bytes=GIB))
+            except APIError:
+                return n
+        return count
+    finally:
+        await nc.close()
+
+
+async def test_the_limit_bounds_the_streams_reserved(server: Callable[[int], str]) -> None:
+    assert await add_streams(server(3 * GIB), 5) == 3
+    assert await add_streams(server(1 << 40), 200) == 200
