@@ -6,10 +6,10 @@ of dead index entries until the next vacuum. Joining an id array to ``messages``
 the statistics, and PostgreSQL scanned the tenant's rows (a bitmap over its index) or the whole
 partial index of open statuses. Here a tenant gets a few thousand rows that went through the
 statuses, unanalyzed, and every plan of ``store.load``, ``lock_many``, ``mark_fetched``,
-``ack_many`` and ``messages.claim_ids`` may touch the partitions only by an index condition on
-the id or by TID. Writing by TID must not lose a row another transaction changed meanwhile: the
-pull's update and ``record_receipts`` each wait for a row held by another transaction and must
-still write the version it committed.
+``ack_many`` and ``messages.claim_ids`` may touch the populated partitions only by an index
+condition on the id or by TID, also when nested loops look dear. Writing by TID must not lose
+a row another transaction changed meanwhile: the pull's update and ``record_receipts`` each
+wait for a row held by another transaction and must still write the version it committed.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from agentbus.ids import parse_id
 from platformkit.db.scope import Conn, tenant_transaction
 
 BULK = 3000
+SENT = 40  # enough ids that joining them by hash to all the tenant's rows looks cheaper
 ALLOWED = {"Index Scan", "Index Only Scan", "Tid Scan"}
 ID_CONDITION = re.compile(r"(?<!\w)(msg_)?id = ")  # the message id, not tenant_id
 
@@ -62,10 +63,19 @@ def scans_of(node: dict[str, Any], table: str) -> list[dict[str, Any]]:
     return found
 
 
-def assert_probes_by_id(explaining: Explaining) -> None:
+async def populated(conn: Conn) -> set[str]:
+    """The partitions of ``messages`` holding rows (a scan of an empty one costs nothing, and
+    the planner rightly reads it by whichever index comes first)."""
+    cur = await conn.execute("SELECT DISTINCT tableoid::regclass::text AS part FROM messages")
+    return {row["part"] for row in await cur.fetchall()} | {"delivery_state"}
+
+
+def assert_probes_by_id(explaining: Explaining, parts: set[str]) -> None:
     assert any(scans_of(plan, "messages") for _query, plan in explaining.plans)
     for query, plan in explaining.plans:
         for scan in scans_of(plan, "messages") + scans_of(plan, "delivery_state"):
+            if scan["Relation Name"] not in parts:
+                continue
             kind = scan["Node Type"]
             assert kind in ALLOWED, f"{kind} on {scan['Relation Name']} in {query}"
             if kind != "Tid Scan":
@@ -99,7 +109,7 @@ async def while_held[T](
 async def busy(
     gateway: Gateway, gateway_client: httpx.AsyncClient
 ) -> tuple[World, SimAgent, SimAgent, list[uuid.UUID]]:
-    """Five messages alice -> bob through the API, then thousands of rows of the same tenant
+    """``SENT`` messages alice -> bob through the API, then thousands of rows of the same tenant
     that were accepted, fetched and read (dead index entries and all), with their
     delivery_state rows, never analyzed."""
     acme = await make_world(gateway, "acme")
@@ -107,7 +117,7 @@ async def busy(
     bob = await enroll(gateway_client, acme, "bob")
     ids = [
         parse_id("msg", await send_message(gateway_client, alice, bob, {"text": f"plan {n}"}))
-        for n in range(5)
+        for n in range(SENT)
     ]
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
         cur = await conn.execute(
@@ -122,7 +132,7 @@ async def busy(
         await conn.execute(
             f"""INSERT INTO messages (id, status, {names})
                 SELECT gen_random_uuid(), 'accepted', {names}
-                  FROM messages, generate_series(1, {BULK // 5})
+                  FROM messages, generate_series(1, {BULK // SENT})
                  WHERE id = ANY(%s)""",
             (ids,),
         )
@@ -137,12 +147,19 @@ async def busy(
     return acme, alice, bob, ids
 
 
+@pytest.mark.parametrize("joins", ["as estimated", "nested loops dearer"])
 async def test_delivery_statements_probe_by_id(
-    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]], joins: str
 ) -> None:
+    """Without statistics, the tenant's share of a partition is a guess (0.5% of its rows), and
+    a statement prepared after a few runs plans for arrays of unknown length: joining the ids
+    to all of the tenant's rows by hash can look cheaper than probing. Making nested loops
+    dearer shows whether any plan can fall back to that scan."""
     acme, _alice, bob, ids = busy
     bob_id = parse_id("agt", bob.agent_id)
     async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
+        if joins != "as estimated":
+            await conn.execute("SET LOCAL enable_nestloop = off")
         explaining = Explaining(conn)
         who: Any = explaining  # the store functions only call execute
         rows = await store.load(who, acme.tenant_id, bob_id, ids)
@@ -155,7 +172,8 @@ async def test_delivery_statements_probe_by_id(
             who, acme.tenant_id, bob_id, list(locked.values()), Status.READ, [None] * len(ids)
         )
         assert moved == set(ids)
-    assert_probes_by_id(explaining)
+        parts = await populated(conn)
+    assert_probes_by_id(explaining, parts)
 
 
 async def test_the_send_claim_probes_by_id(
@@ -167,7 +185,8 @@ async def test_the_send_claim_probes_by_id(
         who: Any = explaining
         existing, _now = await messages.claim_ids(who, acme.tenant_id, ids)
         assert set(existing) == set(ids)
-    assert_probes_by_id(explaining)
+        parts = await populated(conn)
+    assert_probes_by_id(explaining, parts)
 
 
 async def test_a_row_changed_while_the_pull_waits_is_still_marked_fetched(

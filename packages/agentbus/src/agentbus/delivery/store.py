@@ -64,7 +64,11 @@ _LOCK = """SELECT 1
            WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
           OFFSET 0 FOR UPDATE) AS x"""
 # ``rows`` names the keys (id, at) and whatever else the UPDATE takes from them; the status is
-# checked outside the subquery, so the partial index cannot serve it.
+# checked outside the subquery, so the partial index cannot serve it. The UPDATE takes them as
+# a materialized CTE ``k`` and reads its target by TID only (``_BY_TID``): joined on
+# (tableoid, ctid) alone, the planner could read the target by scanning it, and with a guessed
+# tenant share and arrays of unknown length (a cached plan) it joined by hash to a scan of all
+# of the tenant's rows.
 _REACHED = """SELECT x.toid, x.tid, u.*
       FROM {rows}
       CROSS JOIN LATERAL (
@@ -72,6 +76,7 @@ _REACHED = """SELECT x.toid, x.tid, u.*
            WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
           OFFSET 0) AS x
      WHERE x.status = ANY(%(from)s::message_status_t[])"""
+_BY_TID = "m.ctid = ANY(ARRAY(SELECT k.tid FROM k)) AND m.tableoid = k.toid AND m.ctid = k.tid"
 
 
 def _by_ids(tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[str, Any]:
@@ -149,12 +154,13 @@ async def mark_fetched(
                 SELECT %(t)s, u.id, %(agent)s, u.attempt, now() FROM u
                 ON CONFLICT (msg_id, agent_id) DO UPDATE
                    SET attempt = GREATEST(d.attempt, excluded.attempt),
-                       last_fetched_at = now(), nak_until = NULL)
+                       last_fetched_at = now(), nak_until = NULL),
+            k AS MATERIALIZED ({_REACHED.format(rows="u")})
            UPDATE messages m
               SET status = 'fetched', attempts = GREATEST(m.attempts, k.attempt),
                   stream_seq = COALESCE(m.stream_seq, k.seq)
-             FROM ({_REACHED.format(rows="u")}) AS k
-            WHERE m.tableoid = k.toid AND m.ctid = k.tid
+             FROM k
+            WHERE {_BY_TID}
         RETURNING m.id""",
         params,
     )
@@ -208,11 +214,12 @@ async def ack_many(
         "reads": list(read_ats),
     }  # fmt: skip
     cur = await conn.execute(
-        f"""WITH moved AS (
+        f"""WITH k AS MATERIALIZED ({_REACHED.format(rows=f"{keys} AS u(id, at, read_at)")}),
+            moved AS (
                 UPDATE messages m SET status = %(to)s,
                        delivered_at = COALESCE(m.delivered_at, now()){read_set}
-                  FROM ({_REACHED.format(rows=f"{keys} AS u(id, at, read_at)")}) AS k
-                 WHERE m.tableoid = k.toid AND m.ctid = k.tid
+                  FROM k
+                 WHERE {_BY_TID}
              RETURNING m.id, k.read_at)
             INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, transport_acked_at
                                              {app_column})
