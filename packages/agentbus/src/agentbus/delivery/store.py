@@ -47,8 +47,12 @@ _BY_IDS = f"""SELECT {_COLUMNS}
 
 # Batch updates reach each row through its full key: the rows are locked first, one index probe
 # per row (``_LOCK``, or the caller's ``lock_many``), in a statement of their own; then the
-# UPDATE finds them again the same way (``_REACHED``) and writes them through (tableoid, ctid),
-# keeping those whose status is one of %(from)s. A pipelined transaction sends both together.
+# UPDATE writes them by TID only, the TIDs those of ``message_tids()`` (migration 0010), which
+# finds each row again the same way and keeps those whose status is one of %(from)s. The UPDATE
+# runs with index and bitmap scans off (``_TID_ONLY`` before it, ``_SCANS_BACK`` after it), so
+# the target is read through ``ctid = ANY(...)`` and never by a scan of the tenant's rows,
+# whatever the planner guesses of the tenant's share. A pipelined transaction sends them all
+# together.
 #
 # Joined to messages directly, the id array left the plan to the statistics: without fresh ones
 # PostgreSQL scanned the tenant's rows, and with them the whole partial index of open statuses,
@@ -63,20 +67,22 @@ _LOCK = """SELECT 1
           SELECT 1 FROM messages m0
            WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
           OFFSET 0 FOR UPDATE) AS x"""
-# ``rows`` names the keys (id, at) and whatever else the UPDATE takes from them; the status is
-# checked outside the subquery, so the partial index cannot serve it. The UPDATE takes them as
-# a materialized CTE ``k`` and reads its target by TID only (``_BY_TID``): joined on
-# (tableoid, ctid) alone, the planner could read the target by scanning it, and with a guessed
-# tenant share and arrays of unknown length (a cached plan) it joined by hash to a scan of all
-# of the tenant's rows.
-_REACHED = """SELECT x.toid, x.tid, u.*
-      FROM {rows}
-      CROSS JOIN LATERAL (
-          SELECT m0.tableoid AS toid, m0.ctid AS tid, m0.status FROM messages m0
-           WHERE m0.tenant_id = %(t)s AND m0.id = u.id AND m0.accepted_at = u.at
-          OFFSET 0) AS x
-     WHERE x.status = ANY(%(from)s::message_status_t[])"""
-_BY_TID = "m.ctid = ANY(ARRAY(SELECT k.tid FROM k)) AND m.tableoid = k.toid AND m.ctid = k.tid"
+_PLANNER = "SELECT set_config(name, {value}, true) FROM pg_settings WHERE name IN {names}"
+_SCANS = "('enable_indexscan', 'enable_bitmapscan')"
+_TID_ONLY = _PLANNER.format(value="'off'", names=_SCANS)
+_SCANS_BACK = _PLANNER.format(value="reset_val", names=_SCANS)
+# The rows to write: ``u`` holds their keys (id, at); the scalar subquery runs once.
+_BY_TID = """m.ctid = ANY ((SELECT message_tids(%(t)s, %(ids)b::uuid[], %(ats)b::timestamptz[],
+                                              %(from)s::message_status_t[]))::tid[])
+             AND m.tenant_id = %(t)s AND m.id = u.id AND m.accepted_at = u.at"""
+
+
+async def _write_by_tid(conn: Conn, query: str, params: dict[str, Any]) -> list[Row]:
+    """``query`` (an UPDATE of messages through ``_BY_TID``) with index scans off; its rows."""
+    await conn.execute(_TID_ONLY)
+    cur = await conn.execute(query, params)
+    await conn.execute(_SCANS_BACK)
+    return await cur.fetchall()
 
 
 def _by_ids(tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[str, Any]:
@@ -144,7 +150,8 @@ async def mark_fetched(
         "t": tenant_id, "agent": agent_id, "from": sources(Status.FETCHED),
     }  # fmt: skip
     await conn.execute(_LOCK, params)
-    cur = await conn.execute(
+    rows = await _write_by_tid(
+        conn,
         f"""WITH u AS (
                 SELECT * FROM unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(attempts)b::int[],
                                      %(seqs)b::bigint[]) AS u(id, at, attempt, seq)),
@@ -154,17 +161,16 @@ async def mark_fetched(
                 SELECT %(t)s, u.id, %(agent)s, u.attempt, now() FROM u
                 ON CONFLICT (msg_id, agent_id) DO UPDATE
                    SET attempt = GREATEST(d.attempt, excluded.attempt),
-                       last_fetched_at = now(), nak_until = NULL),
-            k AS MATERIALIZED ({_REACHED.format(rows="u")})
+                       last_fetched_at = now(), nak_until = NULL)
            UPDATE messages m
-              SET status = 'fetched', attempts = GREATEST(m.attempts, k.attempt),
-                  stream_seq = COALESCE(m.stream_seq, k.seq)
-             FROM k
+              SET status = 'fetched', attempts = GREATEST(m.attempts, u.attempt),
+                  stream_seq = COALESCE(m.stream_seq, u.seq)
+             FROM u
             WHERE {_BY_TID}
         RETURNING m.id""",
         params,
     )
-    return {row["id"] for row in await cur.fetchall()}
+    return {row["id"] for row in rows}
 
 
 async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
@@ -184,7 +190,7 @@ async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
 _ACKED = {
     Status.DELIVERED: ("", "", ""),
     Status.READ: (
-        ", read_at = COALESCE(k.read_at, now())",
+        ", read_at = COALESCE(u.read_at, now())",
         ", application_acked_at",
         ", application_acked_at = COALESCE(d.application_acked_at, excluded.application_acked_at)",
     ),
@@ -213,14 +219,15 @@ async def ack_many(
         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
         "reads": list(read_ats),
     }  # fmt: skip
-    cur = await conn.execute(
-        f"""WITH k AS MATERIALIZED ({_REACHED.format(rows=f"{keys} AS u(id, at, read_at)")}),
+    moved = await _write_by_tid(
+        conn,
+        f"""WITH u AS (SELECT * FROM {keys} AS u(id, at, read_at)),
             moved AS (
                 UPDATE messages m SET status = %(to)s,
                        delivered_at = COALESCE(m.delivered_at, now()){read_set}
-                  FROM k
+                  FROM u
                  WHERE {_BY_TID}
-             RETURNING m.id, k.read_at)
+             RETURNING m.id, u.read_at)
             INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, transport_acked_at
                                              {app_column})
             SELECT %(t)s, moved.id, %(agent)s, now(){app_value} FROM moved
@@ -229,7 +236,7 @@ async def ack_many(
             RETURNING d.msg_id""",
         params,
     )
-    return {row["msg_id"] for row in await cur.fetchall()}
+    return {row["msg_id"] for row in moved}
 
 
 _STATE_SET = {
