@@ -45,6 +45,8 @@ class Explaining:
         self.plans: list[tuple[str, dict[str, Any]]] = []
 
     async def execute(self, query: Any, params: Any = None) -> Any:
+        if str(query).startswith("RESET "):  # a utility statement: nothing to plan
+            return await self.conn.execute(query, params)
         cur = await self.conn.execute(f"EXPLAIN (FORMAT JSON) {query}", params)
         row = await cur.fetchone()
         assert row is not None
