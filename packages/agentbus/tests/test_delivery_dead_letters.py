@@ -24,20 +24,11 @@ from platformkit.db.scope import tenant_transaction
 from wirekit import canonical_json
 
 Json = dict[str, Any]
-SCHEMA = "https://agentbus.exchange/schemas/"
 REVIEW = [{"name": "code.review", "version": "1"}]
 
 
 def task_request(alice: SimAgent, bob: SimAgent, key: str, **data: Any) -> Json:
-    env = alice.envelope(bob.address, {"instructions": "review", **data})
-    env.update(
-        type="agentbus.task.request.v1",
-        dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
-        subject="tsk_" + env["id"][4:],
-        idempotencykey=key,
-        capability="code.review",
-    )
-    return env
+    return alice.task_request(bob.address, key, {"instructions": "review", **data})
 
 
 async def send(client: httpx.AsyncClient, agent: SimAgent, env: Json, path: str) -> None:

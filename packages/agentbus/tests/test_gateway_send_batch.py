@@ -40,7 +40,6 @@ async def stored_seqs(gw: Gateway, world: World, ids: list[str]) -> list[int | N
 
 
 Pair = tuple[World, SimAgent, SimAgent]
-SCHEMA = "https://agentbus.exchange/schemas/"
 REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
 
 
@@ -209,15 +208,7 @@ async def test_tasks_in_a_batch_keep_the_messages_around_them(
     lane = format_id("cnv", uuid7())
 
     def task_request(to: SimAgent, key: str) -> dict[str, Any]:
-        env = alice.envelope(to.address, {"instructions": "review PR 4411"})
-        env.update(
-            type="agentbus.task.request.v1",
-            dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
-            subject="tsk_" + env["id"][4:],
-            idempotencykey=key,
-            capability="code.review",
-        )
-        return alice.sign(env)
+        return alice.sign(alice.task_request(to.address, key, {"instructions": "review PR 4411"}))
 
     m1, m2 = (alice.sign(alice.envelope(bob.address, {"text": t}, conversation=lane)) for t in "ab")
     m3 = alice.sign(alice.envelope(bob.address, {"text": "another lane"}))

@@ -18,15 +18,7 @@ REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"
 
 
 def request_env(alice: SimAgent, bob: SimAgent, key: str, data: Json | None = None) -> Json:
-    env = alice.envelope(bob.address, data or {"instructions": "review PR 4411"})
-    env.update(
-        type="agentbus.task.request.v1",
-        dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
-        subject="tsk_" + env["id"][4:],
-        idempotencykey=key,
-        capability="code.review",
-    )
-    return env
+    return alice.task_request(bob.address, key, data or {"instructions": "review PR 4411"})
 
 
 def verb_env(sender: SimAgent, to: SimAgent, request: Json, verb: str, data: Json) -> Json:

@@ -78,6 +78,20 @@ class SimAgent:
         env.update(attrs)
         return env
 
+    def task_request(
+        self, recipient: str, key: str, data: dict[str, Any], capability: str = "code.review"
+    ) -> dict[str, Any]:
+        """An unsigned ``agentbus.task.request.v1`` envelope with idempotency key ``key``."""
+        env = self.envelope(recipient, data)
+        env.update(
+            type="agentbus.task.request.v1",
+            dataschema=f"{SCHEMA}agentbus.task.request.v1.json",
+            subject="tsk_" + env["id"][4:],
+            idempotencykey=key,
+            capability=capability,
+        )
+        return env
+
     def sign(self, env: dict[str, Any]) -> dict[str, Any]:
         unsigned = {k: v for k, v in env.items() if k != "signature"}
         return {**unsigned, "signature": b64url_encode(self.key.sign(canonical_json(unsigned)))}
