@@ -24,6 +24,9 @@ class EmbeddedNatsError(RuntimeError):
     """nats-server did not start or stop as asked."""
 
 
+DEFAULT_MAX_FILE_STORE = 1 << 40
+
+
 def default_store_dir() -> Path:
     return Path(platformdirs.user_data_dir("platformkit")) / "nats"
 
@@ -33,11 +36,13 @@ class EmbeddedNats:
     store_dir: Path = field(default_factory=default_store_dir)
     port: int = DEFAULT_PORT
     host: str = "127.0.0.1"
-    max_file_store: int | None = None
-    """JetStream's file storage limit in bytes. By default the server takes 75% of the disk's
-    free space when it starts, and every stream with a ``max_bytes`` reserves that much of it
-    at creation, written or not: on a disk with little room, streams are refused
-    ("insufficient storage resources") long before anything fills it."""
+    max_file_store: int | None = DEFAULT_MAX_FILE_STORE
+    """JetStream's file storage limit in bytes (None: the server's own default, 75% of the
+    disk's free space when it starts). Every stream with a ``max_bytes`` reserves that much of
+    the limit at creation, written or not, so with the server's default a disk with little room
+    refuses streams ("insufficient storage resources") long before anything fills it: AgentBus
+    gives each tenant a 1 GiB stream. The embedded server takes a nominal limit instead, and a
+    disk that really fills fails the writes (docs/decisions/0012)."""
     process: subprocess.Popen[bytes] | None = None
 
     @property

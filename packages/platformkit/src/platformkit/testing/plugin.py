@@ -72,9 +72,7 @@ def fresh_database(database_factory: DatabaseFactory) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def nats_url() -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="pk-nats-"))
-    # A test session creates many streams with max_bytes (AgentBus: 1 GiB per tenant), each
-    # reserved whole at creation; a fixed limit keeps that from depending on the free disk.
-    server = EmbeddedNats(store_dir=root, port=free_port(), max_file_store=1 << 40)
+    server = EmbeddedNats(store_dir=root, port=free_port())
     try:
         url = server.start()
     except Exception as exc:
