@@ -12,7 +12,8 @@
 -- allows the change; it runs with index scans on whatever its caller set. The updates run with
 -- index and bitmap scans off for their own statement and read their target only through
 -- ctid = ANY(those TIDs): a TID scan, or a sequential scan of a partition too small to matter.
--- The rows were locked by an earlier statement, so the TIDs are those of their latest versions.
+-- The rows were locked by an earlier statement, so the TIDs are those of their latest versions;
+-- record_receipts locks and reads its rows in one statement, which returns the latest versions.
 CREATE FUNCTION message_tids(
     p_tenant_id uuid, p_ids uuid[], p_accepted_at timestamptz[], p_from message_status_t[])
 RETURNS tid[]
@@ -44,20 +45,15 @@ DECLARE
     v_bitmapscan text;
 BEGIN
     PERFORM set_config('app.tenant_id', p_tenant_id::text, true);
-    PERFORM 1
-       FROM unnest(p_msg_ids, p_stream_seqs, p_message_accepted_at) AS r(id, seq, at)
-       CROSS JOIN LATERAL (
-           SELECT 1 FROM public.messages m0
-            WHERE m0.tenant_id = p_tenant_id AND m0.id = r.id AND m0.accepted_at = r.at
-           OFFSET 0 FOR UPDATE) AS x
-      WHERE r.seq IS NOT NULL AND r.at IS NOT NULL;
+    -- One probe per row both locks it and reads it: a row locked after a wait comes back as
+    -- its latest version, TID and stream_seq included.
     SELECT array_agg(x.tid), array_agg(r.id), array_agg(r.at), array_agg(r.seq)
       INTO v_tids, v_ids, v_ats, v_seqs
       FROM unnest(p_msg_ids, p_stream_seqs, p_message_accepted_at) AS r(id, seq, at)
       CROSS JOIN LATERAL (
           SELECT m0.ctid AS tid, m0.stream_seq FROM public.messages m0
            WHERE m0.tenant_id = p_tenant_id AND m0.id = r.id AND m0.accepted_at = r.at
-          OFFSET 0) AS x
+          OFFSET 0 FOR UPDATE) AS x
      WHERE r.seq IS NOT NULL AND r.at IS NOT NULL AND x.stream_seq IS NULL;
     IF v_tids IS NOT NULL THEN
         v_indexscan := current_setting('enable_indexscan');
