@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from psycopg import sql
 from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.delivery import store
 from agentbus.delivery.domain import Status
@@ -37,21 +38,60 @@ ALLOWED = {"Index Scan", "Index Only Scan", "Tid Scan"}
 ID_CONDITION = re.compile(r"(?<!\w)(msg_)?id = ")  # the message id, not tenant_id
 
 
-class Explaining:
-    """A connection that records the plan of every statement before running it."""
+NAMED_PARAM = re.compile(r"%\((\w+)\)[sbt]")
+PLANS = ["custom", "generic"]
 
-    def __init__(self, conn: Conn) -> None:
-        self.conn = conn
+
+class Explaining:
+    """A connection that records the plan of every statement it runs.
+
+    ``custom``: the plan for the statement's values, as an unprepared statement gets it.
+    ``generic``: the plan a prepared statement gets under ``plan_cache_mode =
+    force_generic_plan`` (set by ``pipelined_transaction``), for no values in particular: the
+    statement is prepared as it runs, then ``EXPLAIN EXECUTE``d."""
+
+    def __init__(self, conn: Conn, plans: str = "custom") -> None:
+        self.conn, self.generic = conn, plans == "generic"
         self.plans: list[tuple[str, dict[str, Any]]] = []
 
     async def execute(self, query: Any, params: Any = None) -> Any:
         if str(query).startswith("RESET "):  # a utility statement: nothing to plan
             return await self.conn.execute(query, params)
+        if self.generic:
+            return await self._run_prepared(str(query), params)
         cur = await self.conn.execute(f"EXPLAIN (FORMAT JSON) {query}", params)
+        self.plans.append((str(query), await self._plan(cur)))
+        return await self.conn.execute(query, params)
+
+    async def _run_prepared(self, query: str, params: Any) -> Any:
+        marker = f"/* explained {len(self.plans)} */"
+        cur = await self.conn.execute(f"{marker} {query}", params, prepare=True)
+        found = await self.conn.execute(
+            "SELECT name FROM pg_prepared_statements WHERE starts_with(statement, %s)", (marker,)
+        )
+        prepared = await found.fetchone()
+        assert prepared is not None, f"not prepared: {query}"
+        values = (
+            [params[name] for name in dict.fromkeys(NAMED_PARAM.findall(query))]
+            if isinstance(params, dict)
+            else list(params or [])
+        )
+        # EXPLAIN takes no parameters of its own: the values go in as literals.
+        args = sql.SQL("({})").format(sql.SQL(", ").join(map(sql.Literal, values)))
+        explained = await self.conn.execute(
+            sql.SQL("EXPLAIN (FORMAT JSON) EXECUTE {}{}").format(
+                sql.Identifier(prepared["name"]), args if values else sql.SQL("")
+            )
+        )
+        self.plans.append((query, await self._plan(explained)))
+        return cur
+
+    @staticmethod
+    async def _plan(cur: Any) -> dict[str, Any]:
         row = await cur.fetchone()
         assert row is not None
-        self.plans.append((str(query), row["QUERY PLAN"][0]["Plan"]))
-        return await self.conn.execute(query, params)
+        plan: dict[str, Any] = row["QUERY PLAN"][0]["Plan"]
+        return plan
 
 
 def scans_of(node: dict[str, Any], table: str) -> list[dict[str, Any]]:
@@ -149,20 +189,24 @@ async def busy(
     return acme, alice, bob, ids
 
 
+@pytest.mark.parametrize("plans", PLANS)
 @pytest.mark.parametrize("joins", ["as estimated", "nested loops dearer"])
 async def test_delivery_statements_probe_by_id(
-    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]], joins: str
+    gateway: Gateway,
+    busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]],
+    joins: str,
+    plans: str,
 ) -> None:
     """Without statistics, the tenant's share of a partition is a guess (0.5% of its rows), and
-    a statement prepared after a few runs plans for arrays of unknown length: joining the ids
-    to all of the tenant's rows by hash can look cheaper than probing. Making nested loops
-    dearer shows whether any plan can fall back to that scan."""
+    a generic plan is made for arrays of unknown length: joining the ids to all of the tenant's
+    rows by hash can look cheaper than probing. Making nested loops dearer shows whether any
+    plan can fall back to that scan."""
     acme, _alice, bob, ids = busy
     bob_id = parse_id("agt", bob.agent_id)
     async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
         if joins != "as estimated":
             await conn.execute("SET LOCAL enable_nestloop = off")
-        explaining = Explaining(conn)
+        explaining = Explaining(conn, plans)
         who: Any = explaining  # the store functions only call execute
         rows = await store.load(who, acme.tenant_id, bob_id, ids)
         assert set(rows) == set(ids)
@@ -178,12 +222,13 @@ async def test_delivery_statements_probe_by_id(
     assert_probes_by_id(explaining, parts)
 
 
+@pytest.mark.parametrize("plans", PLANS)
 async def test_the_send_claim_probes_by_id(
-    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]]
+    gateway: Gateway, busy: tuple[World, SimAgent, SimAgent, list[uuid.UUID]], plans: str
 ) -> None:
     acme, _alice, _bob, ids = busy
     async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
-        explaining = Explaining(conn)
+        explaining = Explaining(conn, plans)
         who: Any = explaining
         existing, _now = await messages.claim_ids(who, acme.tenant_id, ids)
         assert set(existing) == set(ids)

@@ -76,7 +76,7 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
     """``tenant_transaction(pool, SCOPE, tenant_id)`` in pipeline mode: BEGIN, the tenant
     setting, the body's statements and COMMIT are sent together, and the client waits for the
     server only where the body fetches a result, and once at the end. A body that fetches
-    nothing costs one round trip.
+    nothing costs one round trip. Its prepared statements run with generic plans.
 
     In pipeline mode an error surfaces at the next fetch or at the end of the block, and a
     cursor's ``rowcount`` is known only once its result was fetched: bodies learn outcomes
@@ -84,5 +84,15 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
     if not isinstance(tenant_id, uuid.UUID):
         raise TypeError("tenant_id must be a UUID")
     async with pool.connection() as conn, conn.pipeline(), conn.transaction():
-        await conn.execute("SELECT set_config(%s, %s, true)", (SCOPE.tenant, str(tenant_id)))
+        await conn.execute(_HOT_PATH_SETTINGS, (SCOPE.tenant, str(tenant_id)))
         yield conn
+
+
+# The tenant, and generic plans for the transaction's prepared statements. The hot paths reach
+# messages one key at a time by index (``delivery.store``), so a plan made for no values in
+# particular is as good as one made for each execution; but with custom plans, PostgreSQL's
+# default for statements whose partitions it can prune at planning, it plans every execution
+# again: 0.3 to 0.6 ms of its CPU per statement, more than running it. docs/agentbus/
+# testing.md has the measurements; test_delivery_plans checks the generic plans too.
+_HOT_PATH_SETTINGS = """SELECT set_config(%s, %s, true),
+                               set_config('plan_cache_mode', 'force_generic_plan', true)"""
