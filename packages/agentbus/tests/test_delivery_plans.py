@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-from psycopg import sql
 from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.delivery import store
 from agentbus.delivery.domain import Status
@@ -31,6 +30,7 @@ from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, send_message
 from agentbus.ids import parse_id
 from platformkit.db.scope import Conn, tenant_transaction
+from psycopg import sql
 
 BULK = 3000
 SENT = 40  # enough ids that joining them by hash to all the tenant's rows looks cheaper
