@@ -1,6 +1,7 @@
 """The benchmark's own tools: the lean HTTP client keeps its connections alive and reads
 ``Content-Length`` bodies; the CPU meter counts a process tree, including children that have
-already ended, and reports milliseconds per message."""
+already ended, and reports milliseconds per message; the host probe finds the stretches in
+which the machine's CPU ran slow."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ import subprocess
 import sys
 
 import pytest
-from agentbus import benchhttp
+from agentbus import benchhost, benchhttp
 from agentbus.benchcpu import CpuMeter
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 async def test_client_reuses_connections_and_reads_bodies() -> None:
@@ -79,3 +82,36 @@ def test_cpu_meter_counts_a_tree_with_ended_children() -> None:
     finally:
         parent.kill()
         parent.wait()
+
+
+def _steady(n: int, each: float = 0.001) -> list[tuple[float, float]]:
+    return [(i * each, each) for i in range(n)]
+
+
+def test_host_probe_finds_slow_stretches() -> None:
+    pieces = _steady(1000)
+    for i in (100, 101, 102, 600):  # one stretch of three slow pieces, and one alone
+        pieces[i] = (pieces[i][0], 0.005)
+    found = benchhost.analyse(pieces)
+    assert found.slow_windows == 2
+    assert found.median_piece_ms == pytest.approx(1.0)
+    assert found.slow_share == pytest.approx(0.020 / (0.996 + 0.020))
+    assert found.longest_window_ms == pytest.approx(7.0)  # 100's start to 102's end
+    assert benchhost.analyse(_steady(50)).slow_windows == 0
+    assert benchhost.analyse([]).summary()["slow_windows_per_min"] is None
+
+
+@given(st.lists(st.floats(0.0001, 0.05), min_size=1, max_size=300))
+def test_host_probe_shares_and_windows_stay_in_bounds(durations: list[float]) -> None:
+    starts = [sum(durations[:i]) for i in range(len(durations))]
+    found = benchhost.analyse(list(zip(starts, durations, strict=True)))
+    slow = [d for d in durations if d > benchhost.SLOW_FACTOR * found.median_piece_ms / 1000]
+    assert 0.0 <= found.slow_share <= 1.0
+    assert found.slow_windows <= len(slow)
+    assert (found.slow_windows == 0) == (not slow)
+
+
+def test_host_probe_runs_for_about_its_time() -> None:
+    found = benchhost.probe(0.3)
+    assert 0.25 <= found.seconds <= 1.0
+    assert found.median_piece_ms > 0

@@ -16,7 +16,10 @@ share of the CPU is the HTTP traffic.
 The raw run publishes envelopes of the same size with ``Nats-Msg-Id`` to a file-backed stream,
 pulls them with a durable pull consumer and acks each with a confirmed ack.
 
-Each run prints one JSON object per line, with the CPU time its messages cost per process
+The first line says how steady the machine's CPU is (``benchhost``): on a shared virtual
+machine the host may slow the guest for a tenth of a second at a time, which every run's p99
+then includes. Each run prints one JSON object per line, with the CPU time its messages cost
+per process
 (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which stays
 meaningful when other work shares the machine and the wall-clock figures do not. Then one line
 per mode puts the gateway beside the raw JetStream ceiling, and the last line compares the
@@ -58,7 +61,7 @@ from platformkit.http.serve import child_preexec
 from platformkit.nats.embedded import EmbeddedNats
 from wirekit import canonical_json
 
-from agentbus import benchhttp, db
+from agentbus import benchhost, benchhttp, db
 from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
@@ -69,6 +72,7 @@ from agentbus.store import plans
 GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
 UNLIMITED = {"publish_per_minute": 10**9, "pending_per_agent": 10**9}
 UNPACED_IN_FLIGHT = 32
+HOST_PROBE_S = 5.0
 BATCH_MAX = 100
 SLUG = "bench"
 Emit = Callable[[dict[str, Any]], None]
@@ -508,6 +512,7 @@ async def run_bench(
             await enroll(client, token, "receiver"),
         )
     meter = dep.meter()
+    emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
     bench = GatewayBench(dep.url, sender, receiver, meter)
     try:
         if warmup:
