@@ -18,6 +18,7 @@ from agentbus.gateway.receipts import verify_receipt
 from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from agentbus.ids import format_id, parse_id
+from agentbus.tasks.errors import TaskNotFound
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 from wirekit import canonical_json
@@ -196,6 +197,57 @@ async def test_a_refusal_after_the_signature_check_holds_the_rest_of_its_lane(
     codes = [r["problem"]["code"] for r in results[1:]]
     assert codes == ["AB-2007", "AB-3002", "AB-2021"]
     assert await stored_seqs(gateway, world, [after["id"], nowhere["id"]]) == [None, None]
+
+
+class WritesThenRefuses:
+    """The gateway's task rules, except that applying the request with idempotency key
+    ``refused`` first writes (the sender's description) and then refuses it."""
+
+    def __init__(self, rules: Any) -> None:
+        self.rules = rules
+
+    async def check(self, conn: Any, send: Any) -> Any:
+        return await self.rules.check(conn, send)
+
+    async def apply(self, conn: Any, send: Any) -> Any:
+        if send.envelope.get("idempotencykey") != "refused":
+            return await self.rules.apply(conn, send)
+        await conn.execute(
+            "UPDATE agents SET description = 'written before the refusal' WHERE id = %s",
+            (send.principal.agent_id,),
+        )
+        raise TaskNotFound("refused after writing")
+
+    async def describe(self, conn: Any, message: Any) -> Any:
+        return await self.rules.describe(conn, message)
+
+
+async def test_a_task_refused_after_its_rules_wrote_undoes_only_itself(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, acme: Pair, monkeypatch: Any
+) -> None:
+    """A task envelope's rules run inside a savepoint of the batch's pipelined transaction:
+    what they wrote before refusing is undone, and the envelopes around it are stored."""
+    world, alice, bob = acme
+    carol = await enroll(gateway_client, world, "carol", capabilities=REVIEW)
+    monkeypatch.setattr(gateway, "task_rules", WritesThenRefuses(gateway.task_rules))
+
+    def task_request(key: str) -> dict[str, Any]:
+        return alice.sign(alice.task_request(carol.address, key, {"instructions": "review"}))
+
+    message = alice.sign(alice.envelope(bob.address, {"text": "around the refusal"}))
+    reply = await post_batch(
+        gateway_client, alice, [task_request("refused"), message, task_request("kept")]
+    )
+
+    assert [r["status"] for r in reply.json()["results"]] == [404, 202, 202], reply.text
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT description FROM agents WHERE id = %s", (parse_id("agt", alice.agent_id),)
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    assert row["description"] != "written before the refusal"
+    assert (await stored_seqs(gateway, world, [message["id"]]))[0] is not None
 
 
 async def test_tasks_in_a_batch_keep_the_messages_around_them(

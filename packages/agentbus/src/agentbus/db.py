@@ -9,11 +9,13 @@ queue). Hot paths use ``pipelined_transaction``, the same scope in psycopg's pip
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from importlib.resources import files
 
+import psycopg
 from platformkit.db.migrator import Migrator, load_directory
 from platformkit.db.pool import open_pool, with_user
 from platformkit.db.roles import RoleSpec
@@ -80,12 +82,26 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
 
     In pipeline mode an error surfaces at the next fetch or at the end of the block, and a
     cursor's ``rowcount`` is known only once its result was fetched: bodies learn outcomes
-    with ``fetch*`` (``RETURNING``), never from ``rowcount``."""
+    with ``fetch*`` (``RETURNING``), never from ``rowcount``.
+
+    BEGIN and COMMIT are statements of the pipeline, not psycopg's ``transaction()``: inside a
+    pipeline that opens two nested pipelines, and each one's end waits for the server, so a
+    transaction cost three round trips more than its body needed. A ``transaction()`` in the
+    body still makes a savepoint (psycopg syncs first and sees the transaction). On an error
+    the block's transaction is rolled back before the error goes on."""
     if not isinstance(tenant_id, uuid.UUID):
         raise TypeError("tenant_id must be a UUID")
-    async with pool.connection() as conn, conn.pipeline(), conn.transaction():
-        await conn.execute(_HOT_PATH_SETTINGS, (SCOPE.tenant, str(tenant_id)))
-        yield conn
+    async with pool.connection() as conn:
+        try:
+            async with conn.pipeline():
+                await conn.execute("BEGIN")
+                await conn.execute(_HOT_PATH_SETTINGS, (SCOPE.tenant, str(tenant_id)))
+                yield conn
+                await conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):  # a broken connection: the pool drops it
+                await conn.rollback()
+            raise
 
 
 # The tenant, and generic plans for the transaction's prepared statements. The hot paths reach

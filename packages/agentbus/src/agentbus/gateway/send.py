@@ -350,12 +350,21 @@ async def _replay(
 @contextlib.asynccontextmanager
 async def _undo_on_refusal(conn: Conn, rules: TaskRules | None) -> AsyncIterator[None]:
     """Task rules may write before they refuse (``apply``), so a task envelope runs inside a
-    savepoint; a plain message writes nothing before its last check, and needs none."""
+    savepoint, undone when the envelope is refused; a plain message writes nothing before its
+    last check, and needs none. The savepoint is a statement of the pipeline: psycopg's
+    ``transaction()`` would not know that the pipeline's own BEGIN opened a transaction (the
+    server reports it only at a sync) and would begin and commit one of its own. A database
+    error is not caught here: it fails the whole transaction."""
     if rules is None:
         yield
         return
-    async with conn.transaction():
+    await conn.execute("SAVEPOINT task_rules")
+    try:
         yield
+    except AgentBusError:
+        await conn.execute("ROLLBACK TO SAVEPOINT task_rules")
+        raise
+    await conn.execute("RELEASE SAVEPOINT task_rules")
 
 
 def _with_sender(send: PendingSend) -> dict[str, Any]:
