@@ -19,11 +19,10 @@ pulls them with a durable pull consumer and acks each with a confirmed ack.
 The first line says how steady the machine's CPU is (``benchhost``): on a shared virtual
 machine the host may slow the guest for a tenth of a second at a time, which every run's p99
 then includes. Each run prints one JSON object per line, with the CPU time its messages cost
-per process
-(``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which stays
-meaningful when other work shares the machine and the wall-clock figures do not. Then one line
-per mode puts the gateway beside the raw JetStream ceiling, and the last line compares the
-gateway runs with the goals (p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s
+per process (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which
+stays meaningful when other work shares the machine and the wall-clock figures do not. Then
+one line per mode puts the gateway beside the raw JetStream ceiling, and the last line compares
+the gateway runs with the goals (p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s
 unpaced).
 """
 

@@ -9,10 +9,9 @@ queue). Hot paths use ``pipelined_transaction``, the same scope in psycopg's pip
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from importlib.resources import files
 
 import psycopg
@@ -99,7 +98,7 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
                 yield conn
                 await conn.execute("COMMIT")
         except BaseException:
-            with contextlib.suppress(psycopg.Error):  # a broken connection: the pool drops it
+            with suppress(psycopg.Error):  # a broken connection: the pool drops it
                 await conn.rollback()
             raise
 
