@@ -72,6 +72,16 @@ async def open_app_pool(
     )
 
 
+# The tenant, and generic plans for the transaction's prepared statements. The hot paths reach
+# messages one key at a time by index (``delivery.store``), so a plan made for no values in
+# particular is as good as one made for each execution; but with custom plans, PostgreSQL's
+# default for statements whose partitions it can prune at planning, it plans every execution
+# again: 0.3 to 0.6 ms of its CPU per statement, more than running it. docs/agentbus/
+# testing.md has the measurements; test_delivery_plans checks the generic plans too.
+_HOT_PATH_SETTINGS = """SELECT set_config(%s, %s, true),
+                               set_config('plan_cache_mode', 'force_generic_plan', true)"""
+
+
 @asynccontextmanager
 async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterator[Conn]:
     """``tenant_transaction(pool, SCOPE, tenant_id)`` in pipeline mode: BEGIN, the tenant
@@ -85,9 +95,10 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
 
     BEGIN and COMMIT are statements of the pipeline, not psycopg's ``transaction()``: inside a
     pipeline that opens two nested pipelines, and each one's end waits for the server, so a
-    transaction cost three round trips more than its body needed. A ``transaction()`` in the
-    body still makes a savepoint (psycopg syncs first and sees the transaction). On an error
-    the block's transaction is rolled back before the error goes on."""
+    transaction cost three round trips more than its body needed. A savepoint in the body must
+    be a ``SAVEPOINT`` statement too: psycopg learns that BEGIN opened a transaction only at a
+    sync, so its ``transaction()`` would begin and commit one of its own. On an error the
+    block's transaction is rolled back before the error goes on."""
     if not isinstance(tenant_id, uuid.UUID):
         raise TypeError("tenant_id must be a UUID")
     async with pool.connection() as conn:
@@ -101,13 +112,3 @@ async def pipelined_transaction(pool: Pool, tenant_id: uuid.UUID) -> AsyncIterat
             with suppress(psycopg.Error):  # a broken connection: the pool drops it
                 await conn.rollback()
             raise
-
-
-# The tenant, and generic plans for the transaction's prepared statements. The hot paths reach
-# messages one key at a time by index (``delivery.store``), so a plan made for no values in
-# particular is as good as one made for each execution; but with custom plans, PostgreSQL's
-# default for statements whose partitions it can prune at planning, it plans every execution
-# again: 0.3 to 0.6 ms of its CPU per statement, more than running it. docs/agentbus/
-# testing.md has the measurements; test_delivery_plans checks the generic plans too.
-_HOT_PATH_SETTINGS = """SELECT set_config(%s, %s, true),
-                               set_config('plan_cache_mode', 'force_generic_plan', true)"""
