@@ -2,12 +2,15 @@
 workload over raw NATS JetStream as the ceiling.
 
 The gateway runs as its own process (``agentbus-gateway serve``) on a throwaway PostgreSQL and
-NATS unless URLs are given. Two agents are registered with sidecar keys; the sending client signs
-envelopes with the sidecar's envelope module and flushes them as a sidecar flushes its outbox:
-the messages of the lane queued so far, up to 100, in one ``POST /v1/messages/batch``, with one
-request in flight (the next batch of a lane waits for the answer to the previous one). The
-receiving client long-polls ``GET /v1/inbox`` and application-acks each pulled batch with
-``POST /v1/inbox/read`` (which records the transport ack too). A message's latency runs from
+NATS unless URLs are given (on given servers it creates its own database and tenant, and removes
+the database and the tenant's stream at the end). A lane is two agents registered with sidecar
+keys (``--lanes``, default one; message ``n`` travels in lane ``n % lanes``). A lane's sending
+client signs envelopes with the sidecar's envelope module and flushes them as a sidecar flushes
+its outbox: the messages of the lane queued so far, up to 100, in one
+``POST /v1/messages/batch``, with one request in flight (the next batch of a lane waits for the
+answer to the previous one). Its receiving client long-polls ``GET /v1/inbox`` and
+application-acks each pulled batch with ``POST /v1/inbox/read`` (which records the transport
+ack too). A message's latency runs from
 the moment it is queued to the answer of the read that acked it. Both clients are the
 lean keep-alive HTTP/1.1 client of ``benchhttp``, in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
@@ -65,6 +68,7 @@ from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.benchcpu import CpuMeter
+from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
 
@@ -120,6 +124,15 @@ class Result:
         }
 
 
+@dataclass(frozen=True)
+class Workload:
+    messages: int  # per run
+    rate: float  # of the paced run, per second
+    warmup: int  # unmeasured messages first
+    lanes: int  # sending and receiving agent pairs
+    raw: bool  # also the same workload over raw JetStream
+
+
 async def drive(
     count: int,
     rate: float | None,
@@ -161,7 +174,9 @@ class Agent:
 
 @dataclass
 class Deployment:
-    """PostgreSQL, NATS and one gateway process, all throwaway unless URLs were given."""
+    """PostgreSQL, NATS and one gateway process, all throwaway unless URLs were given. On
+    servers that were given, the bench creates its own database and its tenant's stream, and
+    removes both when it stops."""
 
     root: Path
     database_url: str | None
@@ -171,6 +186,8 @@ class Deployment:
     postgres: EmbeddedPostgres | None = None
     nats_server: EmbeddedNats | None = None
     process: subprocess.Popen[bytes] | None = None
+    server_url: str | None = None  # where the bench database was created
+    tenant_id: uuid.UUID | None = None
 
     @property
     def url(self) -> str:
@@ -180,14 +197,14 @@ class Deployment:
         if self.nats_url is None:
             self.nats_server = EmbeddedNats(store_dir=self.root / "nats", port=free_port())
             self.nats_url = self.nats_server.start()
-        server_url = self.database_url
-        if server_url is None:
+        self.server_url = self.database_url
+        if self.server_url is None:
             self.postgres = EmbeddedPostgres(data_dir=self.root / "pg", port=free_port())
-            server_url = self.postgres.start()
+            self.server_url = self.postgres.start()
         name = f"agentbus_bench_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(server_url, autocommit=True) as conn:
+        with psycopg.connect(self.server_url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')  # name is ours, not input
-        self.database_url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
+        self.database_url = urlunsplit(urlsplit(self.server_url)._replace(path=f"/{name}"))
 
     def start_gateway(self) -> None:
         if self.database_url is None or self.nats_url is None:
@@ -231,6 +248,19 @@ class Deployment:
         return CpuMeter({"gateway": gateway, "postgres": postgres, "nats": nats_pid})
 
     def stop(self) -> None:
+        self._stop_gateway()
+        if self.nats_server is not None:
+            self.nats_server.stop()
+        elif self.nats_url is not None and self.tenant_id is not None:
+            asyncio.run(_delete_stream(self.nats_url, stream_name(self.tenant_id)))
+        if self.postgres is not None:
+            self.postgres.stop()
+        elif self.server_url is not None and self.database_url is not None:
+            name = urlsplit(self.database_url).path.lstrip("/")
+            with psycopg.connect(self.server_url, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # ours, as above
+
+    def _stop_gateway(self) -> None:
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -243,14 +273,20 @@ class Deployment:
                 except subprocess.TimeoutExpired:
                     os.killpg(self.process.pid, signal.SIGKILL)
                     self.process.wait()
-        if self.nats_server is not None:
-            self.nats_server.stop()
-        if self.postgres is not None:
-            self.postgres.stop()
 
 
-async def make_tenant(database_url: str, keyring: Path) -> str:
-    """Migrate, then a tenant and workspace; returns the bootstrap integration token. The
+async def _delete_stream(nats_url: str, name: str) -> None:
+    nc = await nats.connect(nats_url)
+    try:
+        with suppress(nats.js.errors.NotFoundError):
+            await nc.jetstream().delete_stream(name)
+    finally:
+        await nc.close()
+
+
+async def make_tenant(database_url: str, keyring: Path) -> tuple[uuid.UUID, str]:
+    """Migrate, then a tenant and workspace; returns the tenant's id and bootstrap integration
+    token. The
     tenant's send rate and backlog limits are lifted (still checked on every send), since the
     load is the point here."""
     await db.migrator().migrate(database_url)
@@ -268,7 +304,7 @@ async def make_tenant(database_url: str, keyring: Path) -> str:
             await plans.override_limits(conn, tid, UNLIMITED)
         as_owner = Ctx(pool, Actor.user(tid, created.owner_user["id"]))
         await workspaces.create_workspace(as_owner, tid, slug="main", display_name="main")
-        return created.bootstrap_token.plaintext
+        return tid, created.bootstrap_token.plaintext
     finally:
         await pool.close()
 
@@ -300,11 +336,13 @@ def _ok(status: int, body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-class GatewayBench:
-    def __init__(self, url: str, sender: Agent, receiver: Agent, meter: CpuMeter) -> None:
+class Lane:
+    """One sending agent and one receiving agent, each with its own connection."""
+
+    def __init__(self, url: str, sender: Agent, receiver: Agent) -> None:
         self.send_client = benchhttp.Client(url, 1, _bearer(sender))
         self.recv_client = benchhttp.Client(url, 1, _bearer(receiver))
-        self.sender, self.receiver, self.meter = sender, receiver, meter
+        self.sender, self.receiver = sender, receiver
         self.conversation: str | None = None
 
     async def aclose(self) -> None:
@@ -320,75 +358,96 @@ class GatewayBench:
         self.conversation = self.conversation or env["conversation"]
         return canonical_json(sign_envelope(env, self.sender.key))
 
-    async def run(self, result: Result) -> Result:
-        sent_at: dict[str, float] = {}
-        remaining = result.messages
-        done = asyncio.Event()
-        bodies = [self.envelope(n) for n in range(result.messages)]
-        ids = [json.loads(body)["id"] for body in bodies]
-        queued: list[int] = []
-        wake = asyncio.Event()
 
-        async def send(n: int) -> None:
-            """The agent hands the message to its sidecar, which queues it in the outbox."""
-            sent_at[ids[n]] = time.perf_counter()
-            queued.append(n)
-            wake.set()
+class Run:
+    """One run over the lanes: message ``n`` travels in lane ``n % len(lanes)``."""
 
-        async def flush() -> None:
-            """The sidecar's flush of the lane: everything queued, up to a batch, one request
-            in flight (a lane's next batch waits for the answer to the previous one)."""
-            nonlocal remaining
-            while remaining > 0:
-                await wake.wait()
-                wake.clear()
-                while queued:
-                    batch, queued[:] = queued[:BATCH_MAX], queued[BATCH_MAX:]
-                    body = b'{"envelopes":[' + b",".join(bodies[n] for n in batch) + b"]}"
-                    status, content = await self.send_client.request(
-                        "POST", "/v1/messages/batch", body, "application/json"
-                    )
-                    answer = json.loads(content) if status == 200 else {}
-                    results = answer.get("results") or [{}] * len(batch)
-                    for n, item in zip(batch, results, strict=True):
-                        if item.get("status") not in (200, 202):
-                            result.errors += 1
-                            sent_at.pop(ids[n], None)
-                            remaining -= 1
-                    if remaining <= 0:
-                        done.set()
+    def __init__(self, lanes: list[Lane], result: Result) -> None:
+        self.lanes, self.result = lanes, result
+        self.bodies = [lanes[n % len(lanes)].envelope(n) for n in range(result.messages)]
+        self.ids = [json.loads(body)["id"] for body in self.bodies]
+        self.sent_at: dict[str, float] = {}
+        self.remaining = result.messages
+        self.done = asyncio.Event()
+        self.queued: list[list[int]] = [[] for _ in lanes]
+        self.wake = [asyncio.Event() for _ in lanes]
 
-        async def receive() -> None:
-            nonlocal remaining
-            while remaining > 0:
-                pulled = _ok(*await self.recv_client.json("GET", "/v1/inbox?wait_s=2&max=100"))
-                deliveries = pulled.get("deliveries") or []
-                if not deliveries:
-                    continue
-                stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-                reads = [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
-                         for d in deliveries]  # fmt: skip
-                answer = _ok(
-                    *await self.recv_client.json("POST", "/v1/inbox/read", {"reads": reads})
+    def _settled(self) -> None:
+        self.remaining -= 1
+        if self.remaining <= 0:
+            self.done.set()
+
+    async def send(self, n: int) -> None:
+        """The agent hands the message to its sidecar, which queues it in the outbox."""
+        self.sent_at[self.ids[n]] = time.perf_counter()
+        lane = n % len(self.lanes)
+        self.queued[lane].append(n)
+        self.wake[lane].set()
+
+    async def flush(self, lane: int) -> None:
+        """The sidecar's flush of the lane: everything queued, up to a batch, one request in
+        flight (a lane's next batch waits for the answer to the previous one)."""
+        client, queued, wake = self.lanes[lane].send_client, self.queued[lane], self.wake[lane]
+        while self.remaining > 0:
+            await wake.wait()
+            wake.clear()
+            while queued:
+                batch, queued[:] = queued[:BATCH_MAX], queued[BATCH_MAX:]
+                body = b'{"envelopes":[' + b",".join(self.bodies[n] for n in batch) + b"]}"
+                status, content = await client.request(
+                    "POST", "/v1/messages/batch", body, "application/json"
                 )
-                now = time.perf_counter()
-                for item in answer.get("results", []):
-                    started = sent_at.pop(str(item.get("msg_id")), None)
-                    if started is None:
-                        continue
-                    if item.get("result") == "ok":
-                        result.latencies_ms.append((now - started) * 1000)
-                    else:
-                        result.errors += 1
-                    remaining -= 1
-            done.set()
+                answer = json.loads(content) if status == 200 else {}
+                results = answer.get("results") or [{}] * len(batch)
+                for n, item in zip(batch, results, strict=True):
+                    if item.get("status") not in (200, 202):
+                        self.result.errors += 1
+                        self.sent_at.pop(self.ids[n], None)
+                        self._settled()
 
-        workers = [asyncio.create_task(receive()), asyncio.create_task(flush())]
+    async def receive(self, lane: int) -> None:
+        client = self.lanes[lane].recv_client
+        while self.remaining > 0:
+            pulled = _ok(*await client.json("GET", "/v1/inbox?wait_s=2&max=100"))
+            deliveries = pulled.get("deliveries") or []
+            if not deliveries:
+                continue
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+            reads = [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
+                     for d in deliveries]  # fmt: skip
+            answer = _ok(*await client.json("POST", "/v1/inbox/read", {"reads": reads}))
+            now = time.perf_counter()
+            for item in answer.get("results", []):
+                started = self.sent_at.pop(str(item.get("msg_id")), None)
+                if started is None:
+                    continue
+                if item.get("result") == "ok":
+                    self.result.latencies_ms.append((now - started) * 1000)
+                else:
+                    self.result.errors += 1
+                self._settled()
+
+
+class GatewayBench:
+    def __init__(self, lanes: list[Lane], meter: CpuMeter) -> None:
+        self.lanes, self.meter = lanes, meter
+
+    async def aclose(self) -> None:
+        for lane in self.lanes:
+            await lane.aclose()
+
+    async def run(self, result: Result) -> Result:
+        run = Run(self.lanes, result)
+        workers = [
+            asyncio.create_task(job(i))
+            for i in range(len(self.lanes))
+            for job in (run.receive, run.flush)
+        ]
         cpu = self.meter.take()
         begin = time.perf_counter()
         try:
-            await drive(result.messages, result.rate, send, in_flight=1)
-            await _until(done, workers, limit_s=120)
+            await drive(result.messages, result.rate, run.send, in_flight=1)
+            await _until(run.done, workers, limit_s=120)
             result.elapsed_s = time.perf_counter() - begin
             result.measure(self.meter, cpu)
         finally:
@@ -500,34 +559,34 @@ def goals(paced: dict[str, Any], unpaced: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def run_bench(
-    dep: Deployment, messages: int, rate: float, warmup: int, emit: Emit, raw: bool
-) -> None:
-    token = await make_tenant(str(dep.database_url), dep.root / "config" / "keyring.json")
+async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
+    dep.tenant_id, token = await make_tenant(
+        str(dep.database_url), dep.root / "config" / "keyring.json"
+    )
     await asyncio.to_thread(dep.start_gateway)
     async with httpx.AsyncClient(base_url=dep.url, timeout=30) as client:
-        sender, receiver = (
-            await enroll(client, token, "sender"),
-            await enroll(client, token, "receiver"),
-        )
+        agents = [
+            (await enroll(client, token, f"sender-{i}"), await enroll(client, token, f"reader-{i}"))
+            for i in range(work.lanes)
+        ]
     meter = dep.meter()
     emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
-    bench = GatewayBench(dep.url, sender, receiver, meter)
+    bench = GatewayBench([Lane(dep.url, *pair) for pair in agents], meter)
     try:
-        if warmup:
-            await bench.run(Result("gateway", "warmup", warmup, None))
-        paced = (await bench.run(Result("gateway", "paced", messages, rate))).summary()
+        if work.warmup:
+            await bench.run(Result("gateway", "warmup", work.warmup, None))
+        paced = (await bench.run(Result("gateway", "paced", work.messages, work.rate))).summary()
         emit(paced)
-        unpaced = (await bench.run(Result("gateway", "unpaced", messages, None))).summary()
+        unpaced = (await bench.run(Result("gateway", "unpaced", work.messages, None))).summary()
         emit(unpaced)
-        payload = bench.envelope(0)
+        payload = bench.lanes[0].envelope(0)
     finally:
         await bench.aclose()
-    if raw:
+    if work.raw:
         nats_url, nats_only = str(dep.nats_url), CpuMeter({"nats": meter.services.get("nats")})
-        for gateway_run, pace in ((paced, rate), (unpaced, None)):
+        for gateway_run, pace in ((paced, work.rate), (unpaced, None)):
             mode = gateway_run["mode"]
-            raw_run = Result("nats", mode, messages, pace)
+            raw_run = Result("nats", mode, work.messages, pace)
             ceiling = (await raw_nats(nats_url, raw_run, payload, nats_only)).summary()
             emit(ceiling)
             emit(beside(gateway_run, ceiling))
@@ -541,6 +600,7 @@ def bench(
     database_url: str | None = None,
     nats_url: str | None = None,
     workers: int = 1,
+    lanes: int = 1,
     warmup: int = 200,
     raw: bool = True,
     emit: Emit | None = None,
@@ -551,6 +611,6 @@ def bench(
         dep = Deployment(root, database_url, nats_url, workers)
         try:
             dep.start_services()
-            asyncio.run(run_bench(dep, messages, rate, warmup, out, raw))
+            asyncio.run(run_bench(dep, Workload(messages, rate, warmup, lanes, raw), out))
         finally:
             dep.stop()

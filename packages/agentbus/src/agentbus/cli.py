@@ -55,6 +55,9 @@ def bench(
     messages: Annotated[int, typer.Option(min=1, help="Messages per run.")] = 2000,
     rate: Annotated[float, typer.Option(min=1, help="Paced run: messages per second.")] = 500,
     workers: Annotated[int, typer.Option(min=1, help="Gateway worker processes.")] = 1,
+    lanes: Annotated[
+        int, typer.Option(min=1, help="Sending and receiving agent pairs, each its own lane.")
+    ] = 1,
     warmup: Annotated[int, typer.Option(min=0, help="Unmeasured messages first.")] = 200,
     raw: Annotated[bool, typer.Option(help="Also run raw NATS JetStream as the ceiling.")] = True,
     database_url: Annotated[
@@ -77,7 +80,7 @@ def bench(
     from agentbus.bench import bench as run
 
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
-        warmup=warmup, raw=raw)  # fmt: skip
+        lanes=lanes, warmup=warmup, raw=raw)  # fmt: skip
 
 
 def stack_command() -> list[str]:

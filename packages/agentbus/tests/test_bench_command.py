@@ -1,0 +1,67 @@
+"""``agentbus-gateway bench`` end to end on a small load, against the PostgreSQL server and
+NATS it is given: a gateway process, two lanes, every message acked, every line of the output,
+and neither the bench database nor the bench tenant's stream left behind."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import nats
+import psycopg
+import pytest
+from agentbus import bench
+
+
+async def _stream_names(nats_url: str) -> list[str]:
+    nc = await nats.connect(nats_url)
+    try:
+        return [info.config.name or "" for info in await nc.jetstream().streams_info()]
+    finally:
+        await nc.close()
+
+
+def _bench_databases(server_url: str) -> list[str]:
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'agentbus_bench_%'"
+        ).fetchall()
+    return [name for (name,) in rows]
+
+
+async def test_bench_prints_every_line_and_leaves_nothing_behind(
+    pg_admin_url: str, nats_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "HOST_PROBE_S", 0.2)
+    streams_before = set(await _stream_names(nats_url))
+    rows: list[dict[str, Any]] = []
+
+    def run() -> None:
+        bench.bench(
+            40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4,
+            emit=rows.append,
+        )  # fmt: skip
+
+    await asyncio.to_thread(run)
+
+    assert rows[0]["bench"] == "host"
+    assert rows[0]["median_piece_ms"] > 0
+    runs = {(row["bench"], row["mode"]): row for row in rows if "bench" in row and "mode" in row}
+    assert set(runs) == {
+        ("gateway", "paced"),
+        ("gateway", "unpaced"),
+        ("nats", "paced"),
+        ("nats", "unpaced"),
+    }
+    for row in runs.values():
+        assert (row["acked"], row["errors"]) == (40, 0), row
+        assert row["msgs_per_sec"] > 0
+        assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+    gateway_cpu = runs[("gateway", "paced")]["cpu_ms_per_msg"]
+    assert gateway_cpu["gateway"] > 0
+    assert "nats" not in gateway_cpu  # not the bench's own NATS
+    assert {row["beside"] for row in rows if "beside" in row} == {"paced", "unpaced"}
+    assert list(rows[-1]["goals"]) == ["p50_ms<5@200/s", "p99_ms<25@200/s", "msgs_per_sec>=2000"]
+
+    assert _bench_databases(pg_admin_url) == []
+    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}
