@@ -51,6 +51,9 @@ _VERBS = {outbox.TRANSPORT: "ack", outbox.APPLICATION: "read", outbox.TERM: "ter
 @dataclass
 class FlushReport:
     sent: list[str] = field(default_factory=list)
+    repeats: dict[str, str] = field(default_factory=dict)
+    """Sent task requests the gateway answered as a repeat (04 §6.1): id -> the original
+    request's id, whose task and receipt stand; the repeat itself is neither stored nor sent."""
     failed: dict[str, str] = field(default_factory=dict)
     deferred: dict[str, str] = field(default_factory=dict)
     settled: int = 0
@@ -221,6 +224,8 @@ async def flush_sends(
             else:
                 _accepted(rt, row, answer, now)
                 report.sent.append(str(row["id"]))
+                if isinstance(original := answer.get("duplicate_of"), str):
+                    report.repeats[str(row["id"])] = original
 
 
 def _refused(

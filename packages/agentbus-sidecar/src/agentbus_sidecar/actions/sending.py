@@ -14,6 +14,7 @@ from typing import Any
 from agentbus_sidecar.clock import utcnow
 from agentbus_sidecar.envelope import MESSAGE, build_envelope, new_traceparent, sign_envelope
 from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable, SidecarError
+from agentbus_sidecar.ids import task_id_for
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox, outbox, receipts
 from agentbus_sidecar.sync import flush
@@ -35,6 +36,16 @@ class SendOutcome:
     state: str  # sent, queued or failed
     detail: str | None = None
     receipt: dict[str, Any] | None = None
+    repeat_of: str | None = None  # a task request answered as a repeat of this earlier one
+
+    @property
+    def task_id(self) -> str | None:
+        """The task of a task envelope (``subject``); for a repeated request, the task its
+        original created."""
+        if self.repeat_of is not None:
+            return task_id_for(self.repeat_of)
+        subject = self.envelope.get("subject")
+        return subject if isinstance(subject, str) else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -45,7 +56,7 @@ class SendOutcome:
             "state": self.state,
             "detail": self.detail,
             "receipt": self.receipt,
-        }
+        } | ({"repeat_of": self.repeat_of} if self.repeat_of else {})
 
 
 def signed(rt: Runtime, **attributes: Any) -> dict[str, Any]:
@@ -62,13 +73,14 @@ async def queue_and_try(rt: Runtime, envelope: dict[str, Any]) -> SendOutcome:
         return SendOutcome(envelope, "queued", str(exc))
     msg_id = envelope["id"]
     if msg_id in report.sent:
-        row = receipts.find(rt.conn, msg_id)
+        repeat_of = report.repeats.get(msg_id)
+        row = receipts.find(rt.conn, repeat_of or msg_id)
         receipt = (
             None
             if row is None
             else {"id": row["rcp_id"], "seq": row["stream_seq"], "accepted_at": row["accepted_at"]}
         )
-        return SendOutcome(envelope, "sent", receipt=receipt)
+        return SendOutcome(envelope, "sent", receipt=receipt, repeat_of=repeat_of)
     if msg_id in report.failed:
         return SendOutcome(envelope, "failed", report.failed[msg_id])
     if report.unreachable is not None:

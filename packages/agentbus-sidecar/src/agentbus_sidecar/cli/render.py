@@ -47,8 +47,10 @@ def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | No
         else:
             out.print(f"queued {label} {env['id']} for {env['recipient']}: {outcome.detail}")
             out.print(f"  {QUEUED_HINT}")
-        if "subject" in env:
-            out.print(f"  task {env['subject']}")
+        if outcome.repeat_of is not None:
+            out.print(f"  a repeat of {outcome.repeat_of}: nothing new was sent")
+        if outcome.task_id is not None:
+            out.print(f"  task {outcome.task_id}")
 
     emit(as_json, data, human)
 

@@ -100,7 +100,7 @@ def request(
             outcome = run(act())
         except ValueError as exc:
             raise EnvelopeError(str(exc)) from exc
-    show_outcome(as_json, outcome, {"task_id": outcome.envelope["subject"]})
+    show_outcome(as_json, outcome, {"task_id": outcome.task_id})
 
 
 @task_app.command()
