@@ -1,0 +1,155 @@
+"""End to end, the sidecar's edges against the real gateway process (the world of
+``agentbus.e2e``): a rejected or ageing credential, a send refused for good, the send rate
+limit, a repeated task request, a message that expires before its recipient comes back, and
+``agentbus doctor``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from agentbus.e2e import World, assert_exactly_once, drain_outbox, open_world, wait_received
+from agentbus_sidecar.actions.sending import send_message
+from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.store import outbox
+
+pytestmark = pytest.mark.timeout(360)
+
+
+@pytest.fixture
+async def world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
+    async with open_world(agentbus_db, tmp_path) as opened:
+        yield opened
+
+
+def cached_credential(path: Path) -> dict[str, object]:
+    cached: dict[str, object] = json.loads(path.read_text())["agent_credential"]
+    return cached
+
+
+def set_cached_credential(path: Path, **members: object) -> None:
+    raw = json.loads(path.read_text())
+    raw["agent_credential"] = {**raw["agent_credential"], **members}
+    path.write_text(json.dumps(raw))
+
+
+async def test_a_rejected_credential_is_renewed_once_and_the_send_goes_through(
+    world: World,
+) -> None:
+    alice, bob = world.alice, world.bob
+    await alice.cli("send", bob.address, "first")  # caches a credential
+    far = format_ts(utcnow() + timedelta(days=1))
+    set_cached_credential(alice.credentials, access_token="not-a-credential", expires_at=far)
+
+    sent = await alice.cli("send", bob.address, "after a refused credential")
+
+    assert sent["state"] == "sent", sent
+    renewed = cached_credential(alice.credentials)
+    assert renewed["access_token"] != "not-a-credential"
+    assert await world.stack.message_status(sent["msg_id"]) == "accepted"
+
+
+async def test_a_credential_near_its_end_is_replaced_before_use(world: World) -> None:
+    alice, bob = world.alice, world.bob
+    await alice.cli("send", bob.address, "first")
+    old = cached_credential(alice.credentials)["access_token"]
+    soon = format_ts(utcnow() + timedelta(seconds=60))  # inside the last fifth of 900 s
+    set_cached_credential(alice.credentials, expires_at=soon)
+
+    sent = await alice.cli("send", bob.address, "with a refreshed credential")
+
+    assert sent["state"] == "sent", sent
+    fresh = cached_credential(alice.credentials)
+    assert fresh["access_token"] != old
+    assert str(fresh["expires_at"]) > soon
+
+
+async def test_a_send_refused_for_good_is_parked_reported_and_dropped(world: World) -> None:
+    alice = world.alice
+    nobody = "agent://acme/main/nobody"
+
+    refused = (await alice.cli("send", nobody, "to no one", expect=4))["error"]
+
+    msg_id = refused["msg_id"]
+    assert refused["state"] == "failed", refused
+    assert "refused for good" in refused["message"]
+    assert await world.stack.message_status(msg_id) is None  # the gateway stored nothing
+    (row,) = (await alice.cli("outbox"))["outbox"]
+    assert (row["id"], row["state"], row["next_attempt_at"]) == (msg_id, "failed", None)
+    assert "AB-3002" in row["last_error"]  # no such recipient
+    checks = {c["name"]: c for c in (await alice.cli("doctor"))["checks"]}
+    assert checks["outbox failed"]["status"] == "warn"
+
+    await alice.cli("outbox", "--drop", msg_id)
+
+    assert (await alice.cli("outbox"))["outbox"] == []
+
+
+async def test_rate_limited_sends_wait_their_turn_and_then_go_out(world: World) -> None:
+    stack, alice, bob = world.stack, world.alice, world.bob
+    await stack.override_limits({"publish_per_minute": 30})
+    await bob.start()
+    sent, deferred = [], []
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        for n in range(34):
+            outcome = await send_message(rt, bob.address, {"text": f"message {n}"})
+            sent.append(outcome.envelope["id"])
+            if outcome.state == "queued":
+                deferred.append(outcome)
+        assert deferred, "some sends met the limit"
+        assert all(o.detail and "AB-5003" in o.detail for o in deferred), deferred[0].detail
+        waiting = {r["id"]: r for r in outbox.rows(rt.conn)}
+        assert {o.envelope["id"] for o in deferred} <= set(waiting)
+        assert all(r["next_attempt_at"] > format_ts(utcnow()) for r in waiting.values())
+        await drain_outbox(rt, within=120)
+    await wait_received(bob, set(sent), 60, stack)
+    await bob.stop()
+    assert_exactly_once(bob, sent)
+
+
+async def test_a_repeated_task_request_is_the_same_task(world: World) -> None:
+    alice, bob = world.alice, world.bob
+    ask = ("task", "request", bob.address, "review the patch", "--capability", "code.review")
+
+    first = await alice.cli(*ask, "--idempotency-key", "review-42")
+    again = await alice.cli(*ask, "--idempotency-key", "review-42")
+
+    assert first["state"] == "sent", first
+    assert again["state"] == "sent", again
+    assert first["task_id"] == "tsk_" + first["msg_id"].removeprefix("msg_")
+    assert (again["task_id"], again["repeat_of"]) == (first["task_id"], first["msg_id"])
+    assert again["receipt"]["id"] == first["receipt"]["id"]
+    assert "repeat_of" not in first
+    shown = await alice.cli("task", "show", again["task_id"])
+    assert shown["id"] == first["task_id"]
+    assert await world.stack.message_status(again["msg_id"]) is None  # neither stored nor sent
+
+
+async def test_a_message_that_expires_before_its_recipient_returns_is_never_presented(
+    world: World,
+) -> None:
+    stack, alice, bob = world.stack, world.alice, world.bob
+    short = await alice.cli("send", bob.address, "soon stale", "--expires-in", "1")
+    await asyncio.sleep(1.5)
+    lasting = await alice.cli("send", bob.address, "still fresh")
+
+    await bob.start()
+    await wait_received(bob, {lasting["msg_id"]}, 60, stack)
+
+    # never handed out; the expiry sweep (every 60 s) marks the row expired later
+    assert await stack.message_status(short["msg_id"]) in {"accepted", "expired"}
+    assert short["msg_id"] not in bob.received()
+    assert_exactly_once(bob, [lasting["msg_id"]])
+
+
+async def test_doctor_against_a_live_gateway(world: World) -> None:
+    report = await world.alice.cli("doctor")
+
+    checks = {c["name"]: c["status"] for c in report["checks"]}
+    assert {"credentials", "agent key", "registration", "gateway", "clock skew"} <= set(checks)
+    assert set(checks.values()) == {"ok"}, report
