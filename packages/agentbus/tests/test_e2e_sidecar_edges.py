@@ -1,6 +1,7 @@
 """End to end, the sidecar's edges against the real gateway process (the world of
 ``agentbus.e2e``): a rejected or ageing credential, a send refused for good, the send rate
-limit, a repeated task request, a message that expires before its recipient comes back, and
+limit, a repeated task request, a message that expires before its recipient comes back, registering
+again, a failed refresh, a reused idempotency key, a cancelled task completed anyway, and
 ``agentbus doctor``."""
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from agentbus.e2e import World, assert_exactly_once, drain_outbox, open_world, wait_received
+from agentbus.e2e import (
+    World,
+    assert_exactly_once,
+    drain_outbox,
+    open_world,
+    until,
+    wait_received,
+)
 from agentbus_sidecar.actions.sending import send_message
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.runtime import open_runtime
@@ -153,3 +161,70 @@ async def test_doctor_against_a_live_gateway(world: World) -> None:
     checks = {c["name"]: c["status"] for c in report["checks"]}
     assert {"credentials", "agent key", "registration", "gateway", "clock skew"} <= set(checks)
     assert set(checks.values()) == {"ok"}, report
+
+
+async def test_registering_again_with_the_same_key_keeps_the_agent(world: World) -> None:
+    alice = world.alice
+    before = json.loads(alice.credentials.read_text())
+
+    again = await alice.cli("register")
+
+    after = json.loads(alice.credentials.read_text())
+    assert again["agent"]["id"] == before["agent_id"] == after["agent_id"]
+    assert after["key_id"] == before["key_id"]
+    sent = await alice.cli("send", world.bob.address, "still the same agent")
+    assert sent["state"] == "sent", sent
+
+
+async def test_a_failed_refresh_falls_back_to_a_fresh_credential(world: World) -> None:
+    alice, bob = world.alice, world.bob
+    await alice.cli("send", bob.address, "first")
+    soon = format_ts(utcnow() + timedelta(seconds=60))  # due for refresh ...
+    set_cached_credential(alice.credentials, access_token="not-a-credential", expires_at=soon)
+
+    sent = await alice.cli("send", bob.address, "after a refused refresh")  # ... which fails
+
+    assert sent["state"] == "sent", sent
+    assert cached_credential(alice.credentials)["access_token"] != "not-a-credential"
+
+
+async def test_a_task_request_reusing_a_key_for_other_work_is_refused_and_parked(
+    world: World,
+) -> None:
+    alice, bob = world.alice, world.bob
+    ask = ("task", "request", bob.address, "--capability", "code.review")
+    first = await alice.cli(*ask, "review the patch", "--idempotency-key", "review-7")
+
+    refused = (
+        await alice.cli(*ask, "review another patch", "--idempotency-key", "review-7", expect=4)
+    )["error"]
+
+    assert first["state"] == "sent", first
+    assert "AB-6002" in refused["message"]
+    (row,) = (await alice.cli("outbox"))["outbox"]
+    assert (row["id"], row["state"]) == (refused["msg_id"], "failed")
+    assert await world.stack.message_status(refused["msg_id"]) is None
+
+
+async def test_completing_a_cancelled_task_is_refused_and_parked(world: World) -> None:
+    alice, bob = world.alice, world.bob
+    await bob.start()
+    asked = await alice.cli(
+        "task", "request", bob.address, "review it", "--capability", "code.review"
+    )
+    task_id = asked["task_id"]
+
+    async def request_arrived() -> bool:
+        return asked["msg_id"] in bob.received("agentbus.task.request.v1")
+
+    await until(request_arrived, 60, "the task request at bob")
+    await bob.stop()
+    await alice.cli("task", "cancel", task_id, "--reason", "not needed")
+
+    refused = (await bob.cli("task", "complete", task_id, "done anyway", expect=4))["error"]
+
+    assert "AB-6003" in refused["message"]
+    shown = await alice.cli("task", "show", task_id)
+    assert shown["state"] == "cancelled"
+    (row,) = (await bob.cli("outbox"))["outbox"]
+    assert row["state"] == "failed"
