@@ -1,8 +1,8 @@
 """End to end, the sidecar's edges against the real gateway process (the world of
 ``agentbus.e2e``): a rejected or ageing credential, a send refused for good, the send rate
 limit, a repeated task request, a message that expires before its recipient comes back, registering
-again, a failed refresh, a reused idempotency key, a cancelled task completed anyway, and
-``agentbus doctor``."""
+again, a failed refresh, a reused idempotency key, a cancelled task completed anyway, an
+envelope in another agent's name, and ``agentbus doctor``."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from agentbus.e2e import (
     until,
     wait_received,
 )
-from agentbus_sidecar.actions.sending import send_message
+from agentbus_sidecar.actions.sending import queue_and_try, send_message
 from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.envelope import MESSAGE, build_envelope, sign_envelope
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox
 
@@ -228,3 +229,21 @@ async def test_completing_a_cancelled_task_is_refused_and_parked(world: World) -
     assert shown["state"] == "cancelled"
     (row,) = (await bob.cli("outbox"))["outbox"]
     assert row["state"] == "failed"
+
+
+async def test_an_envelope_in_another_agents_name_is_refused_and_parked(world: World) -> None:
+    alice, bob = world.alice, world.bob
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        unsigned = build_envelope(
+            type=MESSAGE, source=bob.address, recipient=bob.address,
+            data={"text": "from bob, says alice"}, key_id=rt.key_id,
+        )  # fmt: skip
+        forged = sign_envelope(unsigned, rt.key)
+        outcome = await queue_and_try(rt, forged)
+        parked = outbox.rows(rt.conn)
+
+    assert outcome.state == "failed", outcome.as_dict()
+    assert outcome.detail is not None
+    assert "AB-2013" in outcome.detail
+    assert [(r["id"], r["next_attempt_at"]) for r in parked] == [(forged["id"], outbox.PARKED)]
+    assert await world.stack.message_status(forged["id"]) is None
