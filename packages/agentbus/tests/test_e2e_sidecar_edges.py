@@ -1,14 +1,14 @@
-"""End to end, the sidecar's edges against the real gateway process (the world of
-``agentbus.e2e``): a rejected or ageing credential, a send refused for good, the send rate
-limit, a repeated task request, a message that expires before its recipient comes back, registering
-again, a failed refresh, a reused idempotency key, a cancelled task completed anyway, an
-envelope in another agent's name, and ``agentbus doctor``."""
+"""End to end, the sidecar's edges against the real gateway process (``agentbus.e2e``): a
+rejected or ageing credential, a send refused for good, the send rate limit, a repeated task
+request, a message that expires before its recipient comes back, registering again, a failed
+refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
+agent's name, and ``agentbus doctor``. Each test has agents of its own (``pair``) on one
+stack for the module; the rate limit test, which changes the tenant's limits, has its own."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -17,7 +17,6 @@ from agentbus.e2e import (
     World,
     assert_exactly_once,
     drain_outbox,
-    open_world,
     until,
     wait_received,
 )
@@ -28,12 +27,6 @@ from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox
 
 pytestmark = pytest.mark.timeout(360)
-
-
-@pytest.fixture
-async def world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
-    async with open_world(agentbus_db, tmp_path) as opened:
-        yield opened
 
 
 def cached_credential(path: Path) -> dict[str, object]:
@@ -48,9 +41,9 @@ def set_cached_credential(path: Path, **members: object) -> None:
 
 
 async def test_a_rejected_credential_is_renewed_once_and_the_send_goes_through(
-    world: World,
+    pair: World,
 ) -> None:
-    alice, bob = world.alice, world.bob
+    alice, bob = pair.alice, pair.bob
     await alice.cli("send", bob.address, "first")  # caches a credential
     far = format_ts(utcnow() + timedelta(days=1))
     set_cached_credential(alice.credentials, access_token="not-a-credential", expires_at=far)
@@ -60,11 +53,11 @@ async def test_a_rejected_credential_is_renewed_once_and_the_send_goes_through(
     assert sent["state"] == "sent", sent
     renewed = cached_credential(alice.credentials)
     assert renewed["access_token"] != "not-a-credential"
-    assert await world.stack.message_status(sent["msg_id"]) == "accepted"
+    assert await pair.stack.message_status(sent["msg_id"]) == "accepted"
 
 
-async def test_a_credential_near_its_end_is_replaced_before_use(world: World) -> None:
-    alice, bob = world.alice, world.bob
+async def test_a_credential_near_its_end_is_replaced_before_use(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
     await alice.cli("send", bob.address, "first")
     old = cached_credential(alice.credentials)["access_token"]
     soon = format_ts(utcnow() + timedelta(seconds=60))  # inside the last fifth of 900 s
@@ -78,8 +71,8 @@ async def test_a_credential_near_its_end_is_replaced_before_use(world: World) ->
     assert str(fresh["expires_at"]) > soon
 
 
-async def test_a_send_refused_for_good_is_parked_reported_and_dropped(world: World) -> None:
-    alice = world.alice
+async def test_a_send_refused_for_good_is_parked_reported_and_dropped(pair: World) -> None:
+    alice = pair.alice
     nobody = "agent://acme/main/nobody"
 
     refused = (await alice.cli("send", nobody, "to no one", expect=4))["error"]
@@ -87,7 +80,7 @@ async def test_a_send_refused_for_good_is_parked_reported_and_dropped(world: Wor
     msg_id = refused["msg_id"]
     assert refused["state"] == "failed", refused
     assert "refused for good" in refused["message"]
-    assert await world.stack.message_status(msg_id) is None  # the gateway stored nothing
+    assert await pair.stack.message_status(msg_id) is None  # the gateway stored nothing
     (row,) = (await alice.cli("outbox"))["outbox"]
     assert (row["id"], row["state"], row["next_attempt_at"]) == (msg_id, "failed", None)
     assert "AB-3002" in row["last_error"]  # no such recipient
@@ -99,8 +92,8 @@ async def test_a_send_refused_for_good_is_parked_reported_and_dropped(world: Wor
     assert (await alice.cli("outbox"))["outbox"] == []
 
 
-async def test_rate_limited_sends_wait_their_turn_and_then_go_out(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_rate_limited_sends_wait_their_turn_and_then_go_out(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await stack.override_limits({"publish_per_minute": 30})
     await bob.start()
     sent, deferred = [], []
@@ -121,8 +114,8 @@ async def test_rate_limited_sends_wait_their_turn_and_then_go_out(world: World) 
     assert_exactly_once(bob, sent)
 
 
-async def test_a_repeated_task_request_is_the_same_task(world: World) -> None:
-    alice, bob = world.alice, world.bob
+async def test_a_repeated_task_request_is_the_same_task(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
     ask = ("task", "request", bob.address, "review the patch", "--capability", "code.review")
 
     first = await alice.cli(*ask, "--idempotency-key", "review-42")
@@ -136,13 +129,13 @@ async def test_a_repeated_task_request_is_the_same_task(world: World) -> None:
     assert "repeat_of" not in first
     shown = await alice.cli("task", "show", again["task_id"])
     assert shown["id"] == first["task_id"]
-    assert await world.stack.message_status(again["msg_id"]) is None  # neither stored nor sent
+    assert await pair.stack.message_status(again["msg_id"]) is None  # neither stored nor sent
 
 
 async def test_a_message_that_expires_before_its_recipient_returns_is_never_presented(
-    world: World,
+    pair: World,
 ) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
     short = await alice.cli("send", bob.address, "soon stale", "--expires-in", "1")
     await asyncio.sleep(1.5)
     lasting = await alice.cli("send", bob.address, "still fresh")
@@ -156,16 +149,16 @@ async def test_a_message_that_expires_before_its_recipient_returns_is_never_pres
     assert_exactly_once(bob, [lasting["msg_id"]])
 
 
-async def test_doctor_against_a_live_gateway(world: World) -> None:
-    report = await world.alice.cli("doctor")
+async def test_doctor_against_a_live_gateway(pair: World) -> None:
+    report = await pair.alice.cli("doctor")
 
     checks = {c["name"]: c["status"] for c in report["checks"]}
     assert {"credentials", "agent key", "registration", "gateway", "clock skew"} <= set(checks)
     assert set(checks.values()) == {"ok"}, report
 
 
-async def test_registering_again_with_the_same_key_keeps_the_agent(world: World) -> None:
-    alice = world.alice
+async def test_registering_again_with_the_same_key_keeps_the_agent(pair: World) -> None:
+    alice = pair.alice
     before = json.loads(alice.credentials.read_text())
 
     again = await alice.cli("register")
@@ -173,12 +166,12 @@ async def test_registering_again_with_the_same_key_keeps_the_agent(world: World)
     after = json.loads(alice.credentials.read_text())
     assert again["agent"]["id"] == before["agent_id"] == after["agent_id"]
     assert after["key_id"] == before["key_id"]
-    sent = await alice.cli("send", world.bob.address, "still the same agent")
+    sent = await alice.cli("send", pair.bob.address, "still the same agent")
     assert sent["state"] == "sent", sent
 
 
-async def test_a_failed_refresh_falls_back_to_a_fresh_credential(world: World) -> None:
-    alice, bob = world.alice, world.bob
+async def test_a_failed_refresh_falls_back_to_a_fresh_credential(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
     await alice.cli("send", bob.address, "first")
     soon = format_ts(utcnow() + timedelta(seconds=60))  # due for refresh ...
     set_cached_credential(alice.credentials, access_token="not-a-credential", expires_at=soon)
@@ -190,9 +183,9 @@ async def test_a_failed_refresh_falls_back_to_a_fresh_credential(world: World) -
 
 
 async def test_a_task_request_reusing_a_key_for_other_work_is_refused_and_parked(
-    world: World,
+    pair: World,
 ) -> None:
-    alice, bob = world.alice, world.bob
+    alice, bob = pair.alice, pair.bob
     ask = ("task", "request", bob.address, "--capability", "code.review")
     first = await alice.cli(*ask, "review the patch", "--idempotency-key", "review-7")
 
@@ -204,11 +197,11 @@ async def test_a_task_request_reusing_a_key_for_other_work_is_refused_and_parked
     assert "AB-6002" in refused["message"]
     (row,) = (await alice.cli("outbox"))["outbox"]
     assert (row["id"], row["state"]) == (refused["msg_id"], "failed")
-    assert await world.stack.message_status(refused["msg_id"]) is None
+    assert await pair.stack.message_status(refused["msg_id"]) is None
 
 
-async def test_completing_a_cancelled_task_is_refused_and_parked(world: World) -> None:
-    alice, bob = world.alice, world.bob
+async def test_completing_a_cancelled_task_is_refused_and_parked(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
     await bob.start()
     asked = await alice.cli(
         "task", "request", bob.address, "review it", "--capability", "code.review"
@@ -231,8 +224,8 @@ async def test_completing_a_cancelled_task_is_refused_and_parked(world: World) -
     assert row["state"] == "failed"
 
 
-async def test_an_envelope_in_another_agents_name_is_refused_and_parked(world: World) -> None:
-    alice, bob = world.alice, world.bob
+async def test_an_envelope_in_another_agents_name_is_refused_and_parked(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
     async with open_runtime(alice.credentials, alice.state_dir) as rt:
         unsigned = build_envelope(
             type=MESSAGE, source=bob.address, recipient=bob.address,
@@ -246,4 +239,4 @@ async def test_an_envelope_in_another_agents_name_is_refused_and_parked(world: W
     assert outcome.detail is not None
     assert "AB-2013" in outcome.detail
     assert [(r["id"], r["next_attempt_at"]) for r in parked] == [(forged["id"], outbox.PARKED)]
-    assert await world.stack.message_status(forged["id"]) is None
+    assert await pair.stack.message_status(forged["id"]) is None

@@ -15,15 +15,12 @@ import asyncio
 import contextlib
 import json
 import signal
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 from agentbus.e2e import (
     World,
     assert_exactly_once,
     drain_outbox,
-    open_world,
     send_stream,
     until,
     wait_received,
@@ -35,14 +32,8 @@ from agentbus_sidecar.store import outbox
 pytestmark = pytest.mark.timeout(360)
 
 
-@pytest.fixture
-async def world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
-    async with open_world(agentbus_db, tmp_path) as opened:
-        yield opened
-
-
-async def test_messages_and_a_task_between_two_sidecars(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_messages_and_a_task_between_two_sidecars(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await asyncio.gather(alice.start(), bob.start())
 
     sent = await alice.cli("send", bob.address, "hello bob", "--title", "greeting")
@@ -94,8 +85,8 @@ async def test_messages_and_a_task_between_two_sidecars(world: World) -> None:
         assert await stack.agent_status(sidecar.agent_id) == "online"
 
 
-async def test_gateway_killed_mid_stream(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_gateway_killed_mid_stream(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
 
     async def kill_and_restart() -> None:
@@ -111,8 +102,8 @@ async def test_gateway_killed_mid_stream(world: World) -> None:
     assert_exactly_once(bob, sent)
 
 
-async def test_nats_restarted_mid_stream(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_nats_restarted_mid_stream(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
 
     async def restart_nats() -> None:
@@ -127,8 +118,8 @@ async def test_nats_restarted_mid_stream(world: World) -> None:
     assert_exactly_once(bob, sent)
 
 
-async def test_recipient_offline_then_back(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_recipient_offline_then_back(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
     async with open_runtime(alice.credentials, alice.state_dir) as rt:
         first = (await send_message(rt, bob.address, {"text": "before"})).envelope["id"]
@@ -146,11 +137,11 @@ async def test_recipient_offline_then_back(world: World) -> None:
     assert_exactly_once(bob, [first, *later])
 
 
-async def test_poll_abandoned_by_its_client_takes_nothing(world: World) -> None:
+async def test_poll_abandoned_by_its_client_takes_nothing(sidecars: World) -> None:
     """A long-poll whose client went away stops pulling at once: a message sent just after it
     is not handed to the dead request, and the next sidecar gets it without waiting out the
     consumer's AckWait (30 s)."""
-    stack, alice, bob = world.stack, world.alice, world.bob
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     async with open_runtime(bob.credentials, bob.state_dir) as rt:
         bearer = await rt.session.bearer()
         poll = asyncio.create_task(rt.client.receive(bearer, 25))
@@ -169,8 +160,8 @@ async def test_poll_abandoned_by_its_client_takes_nothing(world: World) -> None:
     assert_exactly_once(bob, [msg_id])
 
 
-async def test_sender_offline_queues_then_delivers(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_sender_offline_queues_then_delivers(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
     await stack.stop_gateway()
     queued = await alice.cli("send", bob.address, "written offline")
@@ -191,8 +182,8 @@ async def test_sender_offline_queues_then_delivers(world: World) -> None:
     assert_exactly_once(bob, [msg_id])
 
 
-async def test_a_lane_queued_offline_goes_out_in_batches_and_in_order(world: World) -> None:
-    stack, alice, bob = world.stack, world.alice, world.bob
+async def test_a_lane_queued_offline_goes_out_in_batches_and_in_order(sidecars: World) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
     await stack.stop_gateway()
     async with open_runtime(alice.credentials, alice.state_dir) as rt:

@@ -2,7 +2,8 @@
 folder and port, on a NATS server the test starts and stops) and two real sidecars, ``alice``
 and ``bob``, each with its own credentials and state folder made by ``agentbus init`` and
 ``agentbus register``; and the probes the end-to-end tests share. Tests open it with
-``open_world`` (docs/agentbus/testing.md)."""
+``open_world``, or share one stack (``open_stack``) between pairs of agents of their own
+(``open_pair``) when they leave the stack as they found it (docs/agentbus/testing.md)."""
 
 from __future__ import annotations
 
@@ -148,37 +149,32 @@ class Stack:
         finally:
             await pool.close()
 
+    async def _value(self, sql: str, *params: Any) -> Any:
+        """The first column of the first row (None without one), as the database owner."""
+        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
+            row = await (await conn.execute(sql, params)).fetchone()
+            return None if row is None else row[0]
+
     async def override_limits(self, limits: dict[str, int]) -> None:
         """Plan limits of the tenant, through its subscription's overrides."""
+        tenant_id = await self._value("SELECT id FROM tenants WHERE slug = %s", TENANT)
         pool = await db.open_app_pool(self.database_url, max_size=1)
         try:
-            async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
-                cur = await conn.execute("SELECT id FROM tenants WHERE slug = %s", (TENANT,))
-                row = await cur.fetchone()
-            assert row is not None
-            async with tenant_transaction(pool, db.SCOPE, row[0]) as scoped:
-                await plans.override_limits(scoped, row[0], limits)
+            async with tenant_transaction(pool, db.SCOPE, tenant_id) as scoped:
+                await plans.override_limits(scoped, tenant_id, limits)
         finally:
             await pool.close()
 
     async def message_status(self, msg_id: str) -> str | None:
-        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
-            cur = await conn.execute(
-                "SELECT status FROM messages WHERE id = %s",
-                (uuid.UUID(hex=msg_id.removeprefix("msg_")),),
-            )
-            row = await cur.fetchone()
-            return None if row is None else str(row[0])
+        sql = "SELECT status::text FROM messages WHERE id = %s"
+        status: str | None = await self._value(sql, uuid.UUID(hex=msg_id.removeprefix("msg_")))
+        return status
 
     async def agent_status(self, agent_id: str) -> str | None:
         """``agents.status``, which the sidecars' heartbeats set."""
-        async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
-            cur = await conn.execute(
-                "SELECT status FROM agents WHERE id = %s AND last_seen_at IS NOT NULL",
-                (uuid.UUID(hex=agent_id.removeprefix("agt_")),),
-            )
-            row = await cur.fetchone()
-            return None if row is None else str(row[0])
+        sql = "SELECT status::text FROM agents WHERE id = %s AND last_seen_at IS NOT NULL"
+        status: str | None = await self._value(sql, uuid.UUID(hex=agent_id.removeprefix("agt_")))
+        return status
 
 
 @dataclass
@@ -281,15 +277,27 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def open_world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
-    """NATS, the tenant, the gateway and the two enrolled agents; all stopped at the end."""
-    nats = EmbeddedNats(store_dir=tmp_path / "nats", port=free_port())
+async def open_stack(agentbus_db: str, root: Path) -> AsyncIterator[tuple[Stack, str]]:
+    """NATS, the tenant and the gateway; with the tenant's bootstrap token. Stopped at the end."""
+    nats = EmbeddedNats(store_dir=root / "nats", port=free_port())
     await asyncio.to_thread(nats.start)
-    stack = Stack(tmp_path, agentbus_db, nats)
-    alice, bob = Sidecar("alice", tmp_path / "alice"), Sidecar("bob", tmp_path / "bob")
+    stack = Stack(root, agentbus_db, nats)
     try:
         token = await stack.make_tenant()  # creates the keyring the gateway will load
         await stack.start_gateway()
+        yield stack, token
+    finally:
+        await stack.stop_gateway()
+        await asyncio.to_thread(nats.stop)
+
+
+@contextlib.asynccontextmanager
+async def open_pair(stack: Stack, token: str, root: Path, suffix: str = "") -> AsyncIterator[World]:
+    """``alice<suffix>`` and ``bob<suffix>`` (who offers code.review), enrolled through the CLI
+    in folders under ``root``; their sidecars are stopped at the end."""
+    alice = Sidecar(f"alice{suffix}", root / f"alice{suffix}")
+    bob = Sidecar(f"bob{suffix}", root / f"bob{suffix}")
+    try:
         await asyncio.gather(
             alice.enroll(stack.url, token), bob.enroll(stack.url, token, "code.review")
         )
@@ -297,8 +305,16 @@ async def open_world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
     finally:
         for sidecar in (alice, bob):
             await sidecar.stop()
-        await stack.stop_gateway()
-        await asyncio.to_thread(nats.stop)
+
+
+@contextlib.asynccontextmanager
+async def open_world(agentbus_db: str, tmp_path: Path) -> AsyncIterator[World]:
+    """A stack of its own and the two enrolled agents; all stopped at the end."""
+    async with (
+        open_stack(agentbus_db, tmp_path) as (stack, token),
+        open_pair(stack, token, tmp_path) as world,
+    ):
+        yield world
 
 
 async def wait_received(
