@@ -2,15 +2,18 @@
 rejected or ageing credential, a send refused for good, the send rate limit, a repeated task
 request, a message that expires before its recipient comes back, registering again, a failed
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
-agent's name, and ``agentbus doctor``. Each test has agents of its own (``pair``) on one
-stack for the module; the rate limit test, which changes the tenant's limits, has its own."""
+agent's name, ``agentbus doctor``, a delivery altered on the way, and a delivery over the
+unread cap. Each test has agents of its own (``pair``) on one stack for the module; the rate
+limit test, which changes the tenant's limits, has its own."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentbus.e2e import (
@@ -23,8 +26,10 @@ from agentbus.e2e import (
 from agentbus_sidecar.actions.sending import queue_and_try, send_message
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.envelope import MESSAGE, build_envelope, sign_envelope
-from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.inbound import REFUSED, accept_deliveries
+from agentbus_sidecar.runtime import Runtime, open_runtime
 from agentbus_sidecar.store import outbox
+from agentbus_sidecar.sync import flush
 
 pytestmark = pytest.mark.timeout(360)
 
@@ -240,3 +245,54 @@ async def test_an_envelope_in_another_agents_name_is_refused_and_parked(pair: Wo
     assert "AB-2013" in outcome.detail
     assert [(r["id"], r["next_attempt_at"]) for r in parked] == [(forged["id"], outbox.PARKED)]
     assert await pair.stack.message_status(forged["id"]) is None
+
+
+async def _pull(rt: Runtime, count: int) -> list[dict[str, Any]]:
+    """Deliveries from the gateway until ``count`` have come, as the sidecar's receiver pulls."""
+    got: list[dict[str, Any]] = []
+    while len(got) < count:
+        body = await rt.session.call(rt.client.receive, 5)
+        got += body.get("deliveries") or []
+    return got
+
+
+async def test_a_delivery_altered_on_the_way_is_refused_and_dead_lettered(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
+    sent = await alice.cli("send", bob.address, "the real text")
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        (delivery,) = await _pull(rt, 1)
+        delivery["envelope"]["data"]["text"] = "altered on the way"
+        outcomes = accept_deliveries(rt.conn, [delivery], rt.address, utcnow())
+        await flush(rt, drain=True)
+
+    assert outcomes == [(sent["msg_id"], REFUSED)]
+    assert sent["msg_id"] not in bob.received()
+    msg = uuid.UUID(hex=sent["msg_id"].removeprefix("msg_"))
+    reason = await pair.stack.value("SELECT dlq_reason FROM delivery_state WHERE msg_id = %s", msg)
+    assert reason == "rejected_by_recipient:signature_invalid"
+    assert await pair.stack.message_status(sent["msg_id"]) == "dead_lettered"
+
+
+async def test_over_the_unread_cap_a_delivery_is_deferred_and_comes_back(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        sent = [
+            (await send_message(rt, bob.address, {"text": f"note {n}"})).envelope["id"]
+            for n in range(3)
+        ]
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        first = dict(
+            accept_deliveries(rt.conn, await _pull(rt, 3), rt.address, utcnow(), unread_cap=2)
+        )
+        await flush(rt, drain=True)  # two transport acks, one nak for 1 s
+        (deferred,) = [msg_id for msg_id, outcome in first.items() if outcome == "deferred"]
+        assert sorted(first.values()) == ["deferred", "stored", "stored"]
+        assert deferred not in bob.received()
+
+        # back after the nak's delay (1 s), long before AckWait (30 s) would bring it
+        (again,) = await asyncio.wait_for(_pull(rt, 1), 10)
+        accept_deliveries(rt.conn, [again], rt.address, utcnow())
+        await flush(rt, drain=True)
+
+    assert (again["msg_id"], again["attempt"]) == (deferred, 2)
+    assert_exactly_once(bob, sent)

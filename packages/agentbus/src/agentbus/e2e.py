@@ -149,7 +149,7 @@ class Stack:
         finally:
             await pool.close()
 
-    async def _value(self, sql: str, *params: Any) -> Any:
+    async def value(self, sql: str, *params: Any) -> Any:
         """The first column of the first row (None without one), as the database owner."""
         async with await psycopg.AsyncConnection.connect(self.database_url) as conn:
             row = await (await conn.execute(sql, params)).fetchone()
@@ -157,7 +157,7 @@ class Stack:
 
     async def override_limits(self, limits: dict[str, int]) -> None:
         """Plan limits of the tenant, through its subscription's overrides."""
-        tenant_id = await self._value("SELECT id FROM tenants WHERE slug = %s", TENANT)
+        tenant_id = await self.value("SELECT id FROM tenants WHERE slug = %s", TENANT)
         pool = await db.open_app_pool(self.database_url, max_size=1)
         try:
             async with tenant_transaction(pool, db.SCOPE, tenant_id) as scoped:
@@ -167,13 +167,13 @@ class Stack:
 
     async def message_status(self, msg_id: str) -> str | None:
         sql = "SELECT status::text FROM messages WHERE id = %s"
-        status: str | None = await self._value(sql, uuid.UUID(hex=msg_id.removeprefix("msg_")))
+        status: str | None = await self.value(sql, uuid.UUID(hex=msg_id.removeprefix("msg_")))
         return status
 
     async def agent_status(self, agent_id: str) -> str | None:
         """``agents.status``, which the sidecars' heartbeats set."""
         sql = "SELECT status::text FROM agents WHERE id = %s AND last_seen_at IS NOT NULL"
-        status: str | None = await self._value(sql, uuid.UUID(hex=agent_id.removeprefix("agt_")))
+        status: str | None = await self.value(sql, uuid.UUID(hex=agent_id.removeprefix("agt_")))
         return status
 
 
