@@ -2,9 +2,10 @@
 rejected or ageing credential, a send refused for good, the send rate limit, a repeated task
 request, a message that expires before its recipient comes back, registering again, a failed
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
-agent's name, ``agentbus doctor``, a delivery altered on the way, and a delivery over the
-unread cap. Each test has agents of its own (``pair``) on one stack for the module; the rate
-limit test, which changes the tenant's limits, has its own."""
+agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
+cap, and a receipt without a sequence holding its lane. Each test has agents of its own
+(``pair``) on one stack for the module; the tests that change the tenant's limits or stop NATS
+have stacks of their own."""
 
 from __future__ import annotations
 
@@ -296,3 +297,28 @@ async def test_over_the_unread_cap_a_delivery_is_deferred_and_comes_back(pair: W
 
     assert (again["msg_id"], again["attempt"]) == (deferred, 2)
     assert_exactly_once(bob, sent)
+
+
+async def test_a_receipt_without_a_sequence_holds_its_lane_until_published(
+    sidecars: World,
+) -> None:
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+    conversation = (await alice.cli("send", bob.address, "before"))["conversation"]
+    await asyncio.to_thread(stack.nats.stop)
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        first = await send_message(rt, bob.address, {"text": "one"}, conversation=conversation)
+        second = await send_message(rt, bob.address, {"text": "two"}, conversation=conversation)
+
+        assert first.state == "sent", first.as_dict()
+        assert first.receipt is not None
+        assert first.receipt["seq"] is None  # accepted, not yet in the stream
+        assert second.state == "queued", second.as_dict()  # held behind it
+        assert await stack.message_status(second.envelope["id"]) is None
+
+        await asyncio.to_thread(stack.nats.start)  # the reconciler publishes the first
+        await drain_outbox(rt, within=60)
+
+    ids = [first.envelope["id"], second.envelope["id"]]
+    await bob.start()
+    rows = await wait_received(bob, set(ids), 60, stack)
+    assert rows[ids[0]]["stream_seq"] < rows[ids[1]]["stream_seq"]
