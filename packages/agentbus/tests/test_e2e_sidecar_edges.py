@@ -3,7 +3,8 @@ rejected or ageing credential, a send refused for good, the send rate limit, a r
 request, a message that expires before its recipient comes back, registering again, a failed
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
 agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
-cap, and a receipt without a sequence holding its lane. Each test has agents of its own
+cap, a receipt without a sequence holding its lane, and a redelivery after a lost transport
+ack. Each test has agents of its own
 (``pair``) on one stack for the module; the tests that change the tenant's limits or stop NATS
 have stacks of their own."""
 
@@ -322,3 +323,25 @@ async def test_a_receipt_without_a_sequence_holds_its_lane_until_published(
     await bob.start()
     rows = await wait_received(bob, set(ids), 60, stack)
     assert rows[ids[0]]["stream_seq"] < rows[ids[1]]["stream_seq"]
+
+
+async def test_a_redelivery_after_a_lost_transport_ack_is_not_presented_twice(
+    pair: World,
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    msg_id = (await alice.cli("send", bob.address, "exactly once"))["msg_id"]
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        (first,) = await _pull(rt, 1)
+        assert accept_deliveries(rt.conn, [first], rt.address, utcnow()) == [(msg_id, "stored")]
+    # The sidecar ends here, before its transport ack left. Its next run pulls before it
+    # flushes, so the gateway still counts the copy as handed out but unacked, and JetStream
+    # brings it again once its AckWait (30 s) has passed.
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        (again,) = await asyncio.wait_for(_pull(rt, 1), 60)
+        second = accept_deliveries(rt.conn, [again], rt.address, utcnow())
+        await flush(rt, drain=True)
+
+    assert (again["msg_id"], again["attempt"]) == (msg_id, 2)
+    assert second == [(msg_id, "duplicate")]
+    assert_exactly_once(bob, [msg_id])
+    assert await pair.stack.message_status(msg_id) == "delivered"
