@@ -1,6 +1,6 @@
 """``agentbus-gateway bench`` end to end on a small load, against the PostgreSQL server and
-NATS it is given: a gateway process, two lanes, every message acked, every line of the output,
-and neither the bench database nor the bench tenant's stream left behind."""
+NATS it is given: a gateway process, two lanes, a few lone rounds, every message acked, every
+line of the output, and neither the bench database nor the bench tenant's stream left behind."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
 
     def run() -> None:
         bench.bench(
-            40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4,
+            40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4, lone=5,
             emit=rows.append,
         )  # fmt: skip
 
@@ -46,7 +46,16 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
 
     assert rows[0]["bench"] == "host"
     assert rows[0]["median_piece_ms"] > 0
-    runs = {(row["bench"], row["mode"]): row for row in rows if "bench" in row and "mode" in row}
+    lone = rows[1]
+    assert (lone["mode"], lone["rounds"]) == ("lone", 5)
+    assert 0 < lone["round_p50_ms"] <= lone["round_p99_ms"]
+    assert set(lone["cpu_ms_per_request"]) == {"send", "pull", "read"}
+    assert lone["cpu_ms_per_request"]["send"]["gateway"] >= 0
+    runs = {
+        (row["bench"], row["mode"]): row
+        for row in rows
+        if "bench" in row and row.get("mode") not in (None, "lone")
+    }
     assert set(runs) == {
         ("gateway", "paced"),
         ("gateway", "unpaced"),

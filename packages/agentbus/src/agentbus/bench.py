@@ -23,10 +23,11 @@ The first line says how steady the machine's CPU is (``benchhost``): on a shared
 machine the host may slow the guest for a tenth of a second at a time, which every run's p99
 then includes. Each run prints one JSON object per line, with the CPU time its messages cost
 per process (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which
-stays meaningful when other work shares the machine and the wall-clock figures do not. Then
-one line per mode puts the gateway beside the raw JetStream ceiling, and the last line compares
-the gateway runs with the goals (p50 < 5 ms and p99 < 25 ms at the paced rate, >= 2000 msg/s
-unpaced).
+stays meaningful when other work shares the machine and the wall-clock figures do not. With
+``--lone-rounds N`` a line for N messages sent one at a time comes before the runs, with each
+request's CPU per service (``benchlone``). Then one line per mode puts the gateway beside the
+raw JetStream ceiling, and the last line compares the gateway runs with the goals (p50 < 5 ms
+and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.benchcpu import CpuMeter
+from agentbus.benchlone import lone_rounds
 from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
@@ -131,6 +133,7 @@ class Workload:
     warmup: int  # unmeasured messages first
     lanes: int  # sending and receiving agent pairs
     raw: bool  # also the same workload over raw JetStream
+    lone_rounds: int = 0  # messages one at a time first, for each request's CPU (benchlone)
 
 
 async def drive(
@@ -575,6 +578,13 @@ async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
+        if work.lone_rounds:
+            first = bench.lanes[0]
+            emit(
+                await lone_rounds(
+                    first.send_client, first.recv_client, first.envelope, work.lone_rounds, meter
+                )
+            )
         paced = (await bench.run(Result("gateway", "paced", work.messages, work.rate))).summary()
         emit(paced)
         unpaced = (await bench.run(Result("gateway", "unpaced", work.messages, None))).summary()
@@ -603,6 +613,7 @@ def bench(
     lanes: int = 1,
     warmup: int = 200,
     raw: bool = True,
+    lone: int = 0,
     emit: Emit | None = None,
 ) -> None:
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
@@ -611,6 +622,6 @@ def bench(
         dep = Deployment(root, database_url, nats_url, workers)
         try:
             dep.start_services()
-            asyncio.run(run_bench(dep, Workload(messages, rate, warmup, lanes, raw), out))
+            asyncio.run(run_bench(dep, Workload(messages, rate, warmup, lanes, raw, lone), out))
         finally:
             dep.stop()

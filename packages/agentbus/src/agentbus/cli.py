@@ -59,6 +59,12 @@ def bench(
         int, typer.Option(min=1, help="Sending and receiving agent pairs, each its own lane.")
     ] = 1,
     warmup: Annotated[int, typer.Option(min=0, help="Unmeasured messages first.")] = 200,
+    lone_rounds: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Messages sent one at a time first, for each request's CPU per service."
+        ),
+    ] = 0,
     raw: Annotated[bool, typer.Option(help="Also run raw NATS JetStream as the ceiling.")] = True,
     database_url: Annotated[
         str | None,
@@ -80,7 +86,7 @@ def bench(
     from agentbus.bench import bench as run
 
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
-        lanes=lanes, warmup=warmup, raw=raw)  # fmt: skip
+        lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds)  # fmt: skip
 
 
 def stack_command() -> list[str]:

@@ -1,0 +1,108 @@
+"""The benchmark's lone rounds (``--lone-rounds N``): N messages one at a time, each a send, a
+pull and a read in turn with nothing else in flight, so each request's CPU can be told apart.
+
+Between requests the CPU meter is read (``benchcpu``), and what each service spent meanwhile is
+charged to that request: the machine's other work is idle then, so this is what the request cost
+the gateway, PostgreSQL and NATS. ``/proc`` counts in clock ticks (10 ms), so a single request
+reads as 0 or 10 ms; the means over many rounds are what the line reports. A round's wall time
+is the sum of its three requests' (the meter's own reading is left out).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from agentbus import benchhttp
+from agentbus.benchcpu import CpuMeter
+
+REQUESTS = ("send", "pull", "read")
+
+
+def _spent(
+    into: defaultdict[str, float], before: Mapping[str, float], after: Mapping[str, float]
+) -> None:
+    for name, seconds in after.items():
+        if name != "client" and name in before:
+            into[name] += seconds - before[name]
+
+
+def _answer(status: int, content: bytes) -> dict[str, Any]:
+    if status != 200:
+        raise benchhttp.HttpError(f"{status}: {content[:300]!r}")
+    body: dict[str, Any] = json.loads(content)
+    return body
+
+
+async def lone_rounds(
+    send_client: benchhttp.Client,
+    recv_client: benchhttp.Client,
+    envelope: Callable[[int], bytes],
+    rounds: int,
+    meter: CpuMeter,
+) -> dict[str, Any]:
+    """Run the rounds; the line the benchmark prints for them."""
+    spent: dict[str, defaultdict[str, float]] = {kind: defaultdict(float) for kind in REQUESTS}
+    walls: list[float] = []
+    for n in range(rounds):
+        body = b'{"envelopes":[' + envelope(n) + b"]}"
+        wall = 0.0
+        before = meter.take()
+
+        start = time.perf_counter()
+        sent = _answer(
+            *await send_client.request("POST", "/v1/messages/batch", body, "application/json")
+        )
+        wall += time.perf_counter() - start
+        if [r.get("status") for r in sent.get("results", [])] != [202]:
+            raise benchhttp.HttpError(f"the send was not accepted: {sent}")
+        after_send = meter.take()
+        _spent(spent["send"], before, after_send)
+
+        deliveries: list[dict[str, Any]] = []
+        start = time.perf_counter()
+        while not deliveries:
+            pulled = _answer(*await recv_client.request("GET", "/v1/inbox?wait_s=2&max=100"))
+            deliveries = pulled.get("deliveries") or []
+        wall += time.perf_counter() - start
+        after_pull = meter.take()
+        _spent(spent["pull"], after_send, after_pull)
+
+        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        reads = {"reads": [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
+                           for d in deliveries]}  # fmt: skip
+        start = time.perf_counter()
+        read = json.dumps(reads).encode()
+        _answer(*await recv_client.request("POST", "/v1/inbox/read", read, "application/json"))
+        wall += time.perf_counter() - start
+        _spent(spent["read"], after_pull, meter.take())
+        walls.append(wall * 1000)
+    return summary(spent, walls)
+
+
+def summary(spent: Mapping[str, Mapping[str, float]], walls: list[float]) -> dict[str, Any]:
+    rounds = len(walls)
+    ordered = sorted(walls)
+
+    def pct(p: float) -> float | None:
+        return round(ordered[min(rounds - 1, int(p * rounds))], 3) if ordered else None
+
+    return {
+        "bench": "gateway",
+        "mode": "lone",
+        "rounds": rounds,
+        "round_p50_ms": pct(0.50),
+        "round_p99_ms": pct(0.99),
+        "round_mean_ms": round(statistics.fmean(walls), 3) if walls else None,
+        "cpu_ms_per_request": {
+            kind: {name: round(s * 1000 / rounds, 3) for name, s in sorted(per.items())}
+            for kind, per in spent.items()
+        }
+        if rounds
+        else None,
+    }
