@@ -36,10 +36,16 @@ def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | No
         if outcome.state == "sent":
             receipt = outcome.receipt or {}
             seq = receipt.get("seq")
-            out.print(
-                f"sent {label} {env['id']} to {env['recipient']} "
-                f"(conversation {env['conversation']})"
-            )
+            if outcome.repeat_of is not None:
+                out.print(
+                    f"already asked: {env['id']} repeats {outcome.repeat_of} to "
+                    f"{env['recipient']} (same idempotency key); nothing new was sent"
+                )
+            else:
+                out.print(
+                    f"sent {label} {env['id']} to {env['recipient']} "
+                    f"(conversation {env['conversation']})"
+                )
             out.print(
                 f"  receipt {receipt.get('id')}, "
                 + (f"stream seq {seq}" if seq is not None else "stream seq pending")
@@ -47,8 +53,6 @@ def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | No
         else:
             out.print(f"queued {label} {env['id']} for {env['recipient']}: {outcome.detail}")
             out.print(f"  {QUEUED_HINT}")
-        if outcome.repeat_of is not None:
-            out.print(f"  a repeat of {outcome.repeat_of}: nothing new was sent")
         if outcome.task_id is not None:
             out.print(f"  task {outcome.task_id}")
 
