@@ -69,7 +69,7 @@ from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.benchcpu import CpuMeter
-from agentbus.benchlone import lone_rounds
+from agentbus.benchlone import lone_rounds, read_all
 from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
@@ -415,10 +415,7 @@ class Run:
             deliveries = pulled.get("deliveries") or []
             if not deliveries:
                 continue
-            stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-            reads = [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
-                     for d in deliveries]  # fmt: skip
-            answer = _ok(*await client.json("POST", "/v1/inbox/read", {"reads": reads}))
+            answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
             now = time.perf_counter()
             for item in answer.get("results", []):
                 started = self.sent_at.pop(str(item.get("msg_id")), None)

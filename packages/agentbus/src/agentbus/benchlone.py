@@ -32,6 +32,14 @@ def _spent(
             into[name] += seconds - before[name]
 
 
+def read_all(deliveries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The body of ``POST /v1/inbox/read`` that application-acks every delivery now."""
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {
+        "reads": [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"} for d in deliveries]
+    }
+
+
 def _answer(status: int, content: bytes) -> dict[str, Any]:
     if status != 200:
         raise benchhttp.HttpError(f"{status}: {content[:300]!r}")
@@ -73,11 +81,8 @@ async def lone_rounds(
         after_pull = meter.take()
         _spent(spent["pull"], after_send, after_pull)
 
-        stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        reads = {"reads": [{"msg_id": d["msg_id"], "read_at": stamp, "outcome": "read"}
-                           for d in deliveries]}  # fmt: skip
+        read = json.dumps(read_all(deliveries)).encode()
         start = time.perf_counter()
-        read = json.dumps(reads).encode()
         _answer(*await recv_client.request("POST", "/v1/inbox/read", read, "application/json"))
         wall += time.perf_counter() - start
         _spent(spent["read"], after_pull, meter.take())
