@@ -6,7 +6,14 @@ from datetime import timedelta
 
 import pytest
 from agentbus_sidecar import clock
-from agentbus_sidecar.ids import id_time, new_id, parse_id, request_msg_id_for, task_id_for
+from agentbus_sidecar.ids import (
+    id_time,
+    new_id,
+    parse_id,
+    request_msg_id_for,
+    restart_ids,
+    task_id_for,
+)
 
 ID = re.compile(r"^msg_[0-9a-f]{32}$")
 
@@ -36,6 +43,9 @@ def test_id_time_is_the_corrected_clock() -> None:
     finally:
         clock.set_server_offset_ms(0)
     assert timedelta(minutes=59) < ahead < timedelta(minutes=61)
+    assert id_time(new_id("msg")) > clock.utcnow() + timedelta(minutes=59), "ids never go back"
+    restart_ids()  # or every later id of this process would stay an hour ahead
+    assert id_time(new_id("msg")) <= clock.utcnow() + timedelta(milliseconds=5)
 
 
 @pytest.mark.parametrize(
