@@ -60,6 +60,19 @@ def test_only_credential_failures_trigger_a_renewal(code: str, renew: bool) -> N
     assert problem_error(_response(401, json={"code": code})).credential_rejected is renew
 
 
+@pytest.mark.parametrize(
+    ("status", "code", "caller"),
+    [(401, "AB-1003", True), (401, "AB-1012", True), (403, "AB-1007", True),
+     (403, "AB-2013", False), (404, "AB-3002", False), (401, None, False)],
+)  # fmt: skip
+def test_refusals_of_the_caller_are_told_from_refusals_of_the_envelope(
+    status: int, code: str | None, caller: bool
+) -> None:
+    error = problem_error(_response(status, json={"code": code} if code else {}))
+    assert error.caller_refused is caller
+    assert error.clock_skew is (code == "AB-1012")
+
+
 def test_routes_follow_the_envelope_type() -> None:
     assert route_for({"type": "agentbus.message.v1"}) == "/v1/messages"
     assert route_for({"type": "agentbus.task.request.v1"}) == "/v1/tasks"

@@ -16,8 +16,14 @@ import pytest
 from agentbus_sidecar.actions.sending import send_message
 from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
 from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
-from agentbus_sidecar.errors import ConfigError
-from agentbus_sidecar.outbound import SEND_BATCH, FlushReport, blocked_recipients, lane_runs
+from agentbus_sidecar.errors import ConfigError, GatewayError
+from agentbus_sidecar.outbound import (
+    SEND_BATCH,
+    FlushReport,
+    blocked_recipients,
+    lane_runs,
+    refused,
+)
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox, receipts
 from agentbus_sidecar.sync import flush, hold_run_lock, run, sync_once
@@ -41,6 +47,25 @@ async def test_sends_queue_offline_and_back_off(agent: Any) -> None:
         assert report.deferred == {}
         assert report.sent == []
         assert outbox.get(rt.conn, outcome.envelope["id"])["attempts"] == 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize(
+    ("error", "parked"),
+    [(GatewayError(401, "AB-1003", "token_revoked", "revoked"), False),
+     (GatewayError(401, "AB-1012", "clock_skew", "off"), False),
+     (GatewayError(404, "AB-3002", "recipient_not_found", "nobody"), True)],
+)  # fmt: skip
+async def test_only_a_refused_envelope_is_parked(
+    agent: Any, error: GatewayError, parked: bool
+) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        msg_id = (await send_message(rt, PEER, {"text": "hi"})).envelope["id"]
+        report = FlushReport()
+        refused(rt, msg_id, error, utcnow(), report, None)
+        row = outbox.get(rt.conn, msg_id)
+        assert row is not None
+        assert (row["next_attempt_at"] == outbox.PARKED) is parked, dict(row)
+        assert (msg_id in report.failed, msg_id in report.deferred) == (parked, not parked)
 
 
 async def test_queued_acks_back_off_too(agent: Any) -> None:

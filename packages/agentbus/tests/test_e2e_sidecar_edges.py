@@ -3,15 +3,19 @@ rejected or ageing credential, a send refused for good, the send rate limit, a r
 request, a message that expires before its recipient comes back, registering again, a failed
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
 agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
-cap, a receipt without a sequence holding its lane, and a redelivery after a lost transport
-ack. Each test has agents of its own
+cap, a receipt without a sequence holding its lane, a redelivery after a lost transport ack,
+and a sidecar whose clock is ten minutes off (run under ``faketime``). Each test has agents of
+its own
 (``pair``) on one stack for the module; the tests that change the tenant's limits or stop NATS
 have stacks of their own."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import shutil
+import sqlite3
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -19,6 +23,8 @@ from typing import Any
 
 import pytest
 from agentbus.e2e import (
+    Sidecar,
+    Stack,
     World,
     assert_exactly_once,
     drain_outbox,
@@ -32,6 +38,7 @@ from agentbus_sidecar.inbound import REFUSED, accept_deliveries
 from agentbus_sidecar.runtime import Runtime, open_runtime
 from agentbus_sidecar.store import outbox
 from agentbus_sidecar.sync import flush
+from platformkit.testing.services import service_missing
 
 pytestmark = pytest.mark.timeout(360)
 
@@ -345,3 +352,63 @@ async def test_a_redelivery_after_a_lost_transport_ack_is_not_presented_twice(
     assert second == [(msg_id, "duplicate")]
     assert_exactly_once(bob, [msg_id])
     assert await pair.stack.message_status(msg_id) == "delivered"
+
+
+@pytest.fixture
+def faketime() -> str:
+    """libfaketime's command (Debian package ``faketime``): a process with its clock shifted."""
+    path = shutil.which("faketime")
+    if path is None:
+        service_missing("faketime", "not found (Debian package 'faketime')")
+    return path
+
+
+@pytest.mark.parametrize("off", ["+10m", "-10m"])
+async def test_a_sidecar_clock_minutes_off_is_corrected_by_the_gateway(
+    pair: World, shared_stack: tuple[Stack, str], faketime: str, tmp_path: Path, off: str
+) -> None:
+    stack, token = shared_stack
+    bob = pair.bob
+    name = f"carol-{uuid.uuid4().hex[:6]}"
+    carol = Sidecar(name, tmp_path / name, wrap=(faketime, "-f", off))
+    try:
+        # register learns the offset first; the first command of a fresh state.db asks again
+        # before it dates an id, and a key proof refused as AB-1012 is made again, corrected
+        await carol.enroll(stack.url, token)
+        sent = await carol.cli("send", bob.address, "from a clock ten minutes off")
+        assert sent["state"] == "sent", sent
+        await bob.start()
+        await wait_received(bob, {sent["msg_id"]}, 60, stack)
+
+        back = await bob.cli("send", carol.address, "and back")
+        await carol.start()
+        await wait_received(carol, {back["msg_id"]}, 60, stack)
+        assert_exactly_once(carol, [back["msg_id"]])
+
+        checks = {c["name"]: c for c in (await carol.cli("doctor"))["checks"]}
+        assert checks["clock skew"]["status"] == "warn", checks["clock skew"]
+    finally:
+        await carol.stop()
+
+
+async def test_a_key_proof_refused_for_its_time_is_made_again_with_the_corrected_clock(
+    pair: World, shared_stack: tuple[Stack, str], faketime: str, tmp_path: Path
+) -> None:
+    stack, token = shared_stack
+    name = f"dave-{uuid.uuid4().hex[:6]}"
+    dave = Sidecar(name, tmp_path / name, wrap=(faketime, "-f", "-10m"))
+    await dave.enroll(stack.url, token)
+    first = await dave.cli("send", pair.bob.address, "learns the offset")
+    assert first["state"] == "sent", first
+    # The clock jumped since: the stored offset is stale, and no cached credential is left.
+    with contextlib.closing(sqlite3.connect(dave.state_db)) as conn, conn:
+        conn.execute("UPDATE meta SET value = '0' WHERE key = 'server_time_offset_ms'")
+    raw = json.loads(dave.credentials.read_text())
+    raw["agent_credential"] = None
+    dave.credentials.write_text(json.dumps(raw))
+
+    again = await dave.cli("send", pair.bob.address, "after a refused proof")
+
+    assert again["state"] == "sent", again
+    stored = dave.query("SELECT value FROM meta WHERE key = 'server_time_offset_ms'")
+    assert abs(int(stored[0]["value"]) - 600_000) < 5_000, "the refusal corrected the offset"

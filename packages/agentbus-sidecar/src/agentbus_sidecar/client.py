@@ -206,5 +206,5 @@ class GatewayClient:
     async def heartbeat(self, bearer: str, agent_id: str, body: dict[str, Any]) -> None:
         await self._json("POST", f"/v1/agents/{agent_id}/heartbeat", bearer=bearer, json=body)
 
-    async def healthz(self) -> httpx.Response:
-        return await self.request("GET", "/healthz", timeout_s=5.0)
+    async def healthz(self, timeout_s: float = 5.0) -> httpx.Response:
+        return await self.request("GET", "/healthz", timeout_s=timeout_s)

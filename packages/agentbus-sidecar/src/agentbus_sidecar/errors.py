@@ -9,7 +9,8 @@
     +-- GatewayError                the gateway answered with an error (problem+json)
 
 GatewayError carries the stable AB- ``code``, its ``name``, the HTTP ``status`` and the
-problem's ``detail``; ``retryable`` says whether the outbox should try again (5xx and 429).
+problem's ``detail``; ``retryable`` says whether the outbox should try again (5xx and 429), and
+``caller_refused`` whether the gateway refused the caller rather than judging the envelope.
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ class GatewayError(SidecarError):
     @property
     def retryable(self) -> bool:
         return self.status == 429 or self.status >= 500
+
+    @property
+    def caller_refused(self) -> bool:
+        """The gateway refused who called (AB-10xx: token, credential, key proof, clock, role)
+        before judging any envelope: the envelopes themselves may still be accepted later."""
+        return (self.code or "").startswith("AB-10")
+
+    @property
+    def clock_skew(self) -> bool:
+        """A key proof's time was too far from the gateway's (AB-1012); the response that said
+        so has corrected the clock offset, so a fresh proof is accepted."""
+        return self.code == "AB-1012"
 
     @property
     def credential_rejected(self) -> bool:

@@ -220,7 +220,7 @@ async def flush_sends(
             continue
         for row, answer in zip(rows, answers, strict=True):
             if isinstance(answer, GatewayError):
-                _refused(rt, str(row["id"]), answer, now, report, rng)
+                refused(rt, str(row["id"]), answer, now, report, rng)
             else:
                 _accepted(rt, row, answer, now)
                 report.sent.append(str(row["id"]))
@@ -228,7 +228,7 @@ async def flush_sends(
                     report.repeats[str(row["id"])] = original
 
 
-def _refused(
+def refused(
     rt: Runtime,
     msg_id: str,
     exc: GatewayError,
@@ -236,9 +236,11 @@ def _refused(
     report: FlushReport,
     rng: random.Random | None,
 ) -> None:
+    """What becomes of a send the gateway refused: tried again later when the refusal was not
+    about the envelope (lane held, 429 and 5xx, a refused caller), parked for good otherwise."""
     if exc.code == LANE_HELD:  # not tried: goes again, after its lane's head
         report.deferred[msg_id] = str(exc)
-    elif exc.retryable:
+    elif exc.retryable or exc.caller_refused:  # the envelope was not judged: try it later
         outbox.record_failure(
             rt.conn, msg_id, now, str(exc), retry_after_s=_retry_after_s(exc), rng=rng
         )

@@ -1,15 +1,16 @@
 """What a command or the sidecar loop works with: credentials, state.db, gateway client.
 
 ``open_runtime`` loads credentials.json, opens the agent's state.db (creating and migrating
-it), restores the server clock offset from ``meta`` and wires the client so that every
-response's ``Date`` header keeps that offset current.
+it), restores the server clock offset from ``meta`` (or, with none stored yet, asks the gateway
+once before anything is dated) and wires the client so that every response's ``Date`` header
+keeps that offset current.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from agentbus_sidecar.client import GatewayClient
 from agentbus_sidecar.clock import server_offset_ms, set_server_offset_ms
 from agentbus_sidecar.credentials import Credentials, load_credentials, save_credentials
-from agentbus_sidecar.errors import ConfigError
+from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable
 from agentbus_sidecar.keys import fingerprint
 from agentbus_sidecar.session import AgentSession
 from agentbus_sidecar.store import open_store, state_db_path
@@ -29,6 +30,8 @@ __all__ = ["Runtime", "open_runtime", "record_identity"]
 OFFSET_KEY = "server_time_offset_ms"
 # Date headers have whole seconds; rewriting meta for smaller changes would only record noise.
 OFFSET_WRITE_THRESHOLD_MS = 1000
+# A state without an offset asks the gateway's clock once; offline, it goes on without it soon.
+CLOCK_PROBE_TIMEOUT_S = 2.0
 
 
 @dataclass
@@ -73,17 +76,23 @@ async def open_runtime(creds_path: Path, state_dir: Path | None = None) -> Async
         raise ConfigError("this agent is not registered yet; run `agentbus register`")
     conn = open_store(state_db_path(creds.agent_id, state_dir))
     stored = get_meta(conn, OFFSET_KEY)
-    set_server_offset_ms(int(stored) if stored and stored.lstrip("-").isdigit() else 0)
+    known = stored is not None and stored.lstrip("-").isdigit()
+    set_server_offset_ms(int(stored) if stored is not None and known else 0)
 
     def on_offset(offset_ms: int) -> None:
-        if abs(offset_ms - server_offset_ms()) >= OFFSET_WRITE_THRESHOLD_MS:
+        nonlocal known
+        if not known or abs(offset_ms - server_offset_ms()) >= OFFSET_WRITE_THRESHOLD_MS:
             set_server_offset_ms(offset_ms)
             set_meta(conn, OFFSET_KEY, str(offset_ms))
+            known = True
 
     client = GatewayClient(creds.gateway_url, on_clock_offset=on_offset)
     session = AgentSession(client, creds, lambda c: save_credentials(creds_path, c))
     try:
         record_identity(conn, creds, key)
+        if not known:  # ids and proofs are dated by the gateway's clock: learn it first
+            with suppress(GatewayError, GatewayUnreachable):
+                await client.healthz(timeout_s=CLOCK_PROBE_TIMEOUT_S)
         yield Runtime(creds_path, creds, key, conn, client, session)
     finally:
         await client.aclose()

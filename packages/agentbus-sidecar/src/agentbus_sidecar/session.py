@@ -56,7 +56,7 @@ class AgentSession:
                 proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
                 try:
                     answer = await self.client.refresh_credential(cached.access_token, proof)
-                except GatewayError:
+                except GatewayError:  # a fresh issue follows, with the offset this corrected
                     answer = None
                 if answer is not None:
                     return self._keep(answer)
@@ -69,8 +69,17 @@ class AgentSession:
                 "the agent credential has expired and no integration token is stored; "
                 "run `agentbus login`"
             )
-        proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
-        return self._keep(await self.client.issue_credential(token, agent_id, proof))
+
+        # A proof whose time the gateway found off (AB-1012) gets one more try: the answer that
+        # said so has corrected the clock offset the next proof is dated by.
+        for last_try in (False, True):
+            proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
+            try:
+                return self._keep(await self.client.issue_credential(token, agent_id, proof))
+            except GatewayError as exc:
+                if last_try or not exc.clock_skew:
+                    raise
+        raise AssertionError("the last try returns or raises")
 
     def _keep(self, answer: dict[str, object]) -> str:
         access, lifetime = answer.get("access_token"), answer.get("expires_in", 900)

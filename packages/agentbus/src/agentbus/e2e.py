@@ -185,6 +185,8 @@ class Sidecar:
     home: Path
     agent_id: str = ""
     process: asyncio.subprocess.Process | None = None
+    wrap: tuple[str, ...] = ()
+    """A command every ``agentbus`` run goes through (``faketime -f +10m`` for a clock off)."""
 
     @property
     def address(self) -> str:
@@ -212,7 +214,7 @@ class Sidecar:
 
     async def cli(self, *args: str, expect: int = 0) -> dict[str, Any]:
         process = await asyncio.create_subprocess_exec(
-            str(BIN / "agentbus"), *args, "--json", env=self.env,
+            *self.wrap, str(BIN / "agentbus"), *args, "--json", env=self.env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         out, err = await asyncio.wait_for(process.communicate(), 60)
@@ -233,7 +235,7 @@ class Sidecar:
         assert self.process is None
         log = (self.home / "sidecar.log").open("ab")
         self.process = await asyncio.create_subprocess_exec(
-            str(BIN / "agentbus"), "sidecar", "run", "--wait", "10", env=self.env,
+            *self.wrap, str(BIN / "agentbus"), "sidecar", "run", "--wait", "10", env=self.env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         log.close()
