@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import psycopg
 from agentbus_sidecar.actions.sending import send_message
+from agentbus_sidecar.actions.setup import init_credentials, register_agent
 from agentbus_sidecar.clock import utcnow
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox, outbox
@@ -222,13 +223,25 @@ class Sidecar:
         answer: dict[str, Any] = json.loads(out) if out.strip() else {}
         return answer
 
-    async def enroll(self, gateway_url: str, token: str, *capabilities: str) -> None:
+    async def enroll(
+        self, gateway_url: str, token: str, *capabilities: str, through_cli: bool = True
+    ) -> None:
+        """``agentbus init`` and ``agentbus register``; or, ``through_cli=False``, the same two
+        actions of the sidecar library in this process, for tests about what comes after
+        (each CLI run costs a second of interpreter start)."""
         self.home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        await self.cli(
-            "init", "--gateway", gateway_url, "--address", self.address, "--token", token
-        )
-        caps = [arg for cap in capabilities for arg in ("--capability", cap)]
-        await self.cli("register", *caps)
+        if through_cli:
+            await self.cli(
+                "init", "--gateway", gateway_url, "--address", self.address, "--token", token
+            )
+            caps = [arg for cap in capabilities for arg in ("--capability", cap)]
+            await self.cli("register", *caps)
+        else:
+            init_credentials(
+                self.credentials, gateway_url=gateway_url, address=self.address, token=token
+            )
+            offered = [{"name": cap, "version": "1", "description": ""} for cap in capabilities]
+            await register_agent(self.credentials, self.state_dir, {"capabilities": offered})
         self.agent_id = json.loads(self.credentials.read_text())["agent_id"]
 
     async def start(self) -> None:
@@ -294,14 +307,17 @@ async def open_stack(agentbus_db: str, root: Path) -> AsyncIterator[tuple[Stack,
 
 
 @contextlib.asynccontextmanager
-async def open_pair(stack: Stack, token: str, root: Path, suffix: str = "") -> AsyncIterator[World]:
-    """``alice<suffix>`` and ``bob<suffix>`` (who offers code.review), enrolled through the CLI
-    in folders under ``root``; their sidecars are stopped at the end."""
+async def open_pair(
+    stack: Stack, token: str, root: Path, suffix: str = "", *, through_cli: bool = True
+) -> AsyncIterator[World]:
+    """``alice<suffix>`` and ``bob<suffix>`` (who offers code.review), enrolled (``enroll``) in
+    folders under ``root``; their sidecars are stopped at the end."""
     alice = Sidecar(f"alice{suffix}", root / f"alice{suffix}")
     bob = Sidecar(f"bob{suffix}", root / f"bob{suffix}")
     try:
         await asyncio.gather(
-            alice.enroll(stack.url, token), bob.enroll(stack.url, token, "code.review")
+            alice.enroll(stack.url, token, through_cli=through_cli),
+            bob.enroll(stack.url, token, "code.review", through_cli=through_cli),
         )
         yield World(stack, alice, bob)
     finally:
