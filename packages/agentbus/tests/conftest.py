@@ -37,9 +37,7 @@ async def shared_stack(
 
 @pytest.fixture
 async def pair(shared_stack: tuple[Stack, str], tmp_path: Path) -> AsyncIterator[World]:
-    """Agents of the test's own (``alice-N``, ``bob-N``) on the module's shared stack, enrolled
-    through the sidecar library (the ``sidecars`` world enrolls through the CLI)."""
+    """Agents of the test's own (``alice-N``, ``bob-N``) on the module's shared stack."""
     stack, token = shared_stack
-    suffix = f"-{next(_pairs)}"
-    async with open_pair(stack, token, tmp_path, suffix, through_cli=False) as opened:
+    async with open_pair(stack, token, tmp_path, f"-{next(_pairs)}") as opened:
         yield opened

@@ -1,6 +1,6 @@
 """End to end: the real ``agentbus-gateway serve`` process (its own database, config folder and
 port, on a NATS server the test starts and stops) and two real sidecars, each with its own
-credentials and state folder made by ``agentbus init`` and ``agentbus register``.
+credentials and state folder (made by the sidecar library's init and register).
 
 The recipient always runs ``agentbus sidecar run`` as a process; the sender is either the CLI or
 the sidecar library in this process (``send_message`` queues and tries once, ``sync.flush``

@@ -307,17 +307,15 @@ async def open_stack(agentbus_db: str, root: Path) -> AsyncIterator[tuple[Stack,
 
 
 @contextlib.asynccontextmanager
-async def open_pair(
-    stack: Stack, token: str, root: Path, suffix: str = "", *, through_cli: bool = True
-) -> AsyncIterator[World]:
-    """``alice<suffix>`` and ``bob<suffix>`` (who offers code.review), enrolled (``enroll``) in
-    folders under ``root``; their sidecars are stopped at the end."""
+async def open_pair(stack: Stack, token: str, root: Path, suffix: str = "") -> AsyncIterator[World]:
+    """``alice<suffix>`` and ``bob<suffix>`` (who offers code.review), enrolled through the
+    sidecar library in folders under ``root``; their sidecars are stopped at the end."""
     alice = Sidecar(f"alice{suffix}", root / f"alice{suffix}")
     bob = Sidecar(f"bob{suffix}", root / f"bob{suffix}")
     try:
         await asyncio.gather(
-            alice.enroll(stack.url, token, through_cli=through_cli),
-            bob.enroll(stack.url, token, "code.review", through_cli=through_cli),
+            alice.enroll(stack.url, token, through_cli=False),
+            bob.enroll(stack.url, token, "code.review", through_cli=False),
         )
         yield World(stack, alice, bob)
     finally:
