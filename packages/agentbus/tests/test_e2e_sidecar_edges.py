@@ -4,7 +4,8 @@ request, a message that expires before its recipient comes back, registering aga
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
 agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
 cap, a receipt without a sequence holding its lane, a redelivery after a lost transport ack,
-and a sidecar whose clock is ten minutes off (run under ``faketime``). Each test has agents of
+a transport ack that loses to the expiry sweep, and a sidecar whose clock is ten minutes off
+(run under ``faketime``). Each test has agents of
 its own
 (``pair``) on one stack for the module; the tests that change the tenant's limits or stop NATS
 have stacks of their own."""
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentbus import db
+from agentbus.delivery.sweeper import Sweeper
 from agentbus.e2e import (
     Sidecar,
     Stack,
@@ -32,7 +35,7 @@ from agentbus.e2e import (
     wait_received,
 )
 from agentbus_sidecar.actions.sending import queue_and_try, send_message
-from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
 from agentbus_sidecar.envelope import MESSAGE, build_envelope, sign_envelope
 from agentbus_sidecar.inbound import REFUSED, accept_deliveries
 from agentbus_sidecar.runtime import Runtime, open_runtime
@@ -352,6 +355,30 @@ async def test_a_redelivery_after_a_lost_transport_ack_is_not_presented_twice(
     assert second == [(msg_id, "duplicate")]
     assert_exactly_once(bob, [msg_id])
     assert await pair.stack.message_status(msg_id) == "delivered"
+
+
+async def test_a_transport_ack_that_loses_to_the_expiry_sweep_is_answered_terminal(
+    pair: World,
+) -> None:
+    alice, bob, stack = pair.alice, pair.bob, pair.stack
+    msg_id = (await alice.cli("send", bob.address, "short-lived", "--expires-in", "5"))["msg_id"]
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        (first,) = await _pull(rt, 1)
+        assert accept_deliveries(rt.conn, [first], rt.address, utcnow()) == [(msg_id, "stored")]
+        # The copy is handed out and stored, its transport ack not sent yet, when it expires
+        # and the sweep (every 60 s in the gateway; one pass of the same code here) takes it.
+        expires = parse_ts(first["envelope"]["expires"])
+        await asyncio.sleep(max(0.0, (expires - utcnow()).total_seconds()) + 0.2)
+        pool = await db.open_app_pool(stack.database_url, max_size=1)
+        try:
+            assert await Sweeper(pool, None).expire_once() >= 1
+        finally:
+            await pool.close()
+        await flush(rt, drain=True)
+
+    assert await stack.message_status(msg_id) == "expired"
+    assert msg_id not in bob.received(), "the ack answered terminal: the inbox row is dropped"
+    assert bob.present_all() == []
 
 
 @pytest.fixture
