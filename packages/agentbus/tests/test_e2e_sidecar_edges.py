@@ -5,10 +5,8 @@ refresh, a reused idempotency key, a cancelled task completed anyway, an envelop
 agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
 cap, a receipt without a sequence holding its lane, a redelivery after a lost transport ack,
 a transport ack that loses to the expiry sweep, and a sidecar whose clock is ten minutes off
-(run under ``faketime``). Each test has agents of
-its own
-(``pair``) on one stack for the module; the tests that change the tenant's limits or stop NATS
-have stacks of their own."""
+(run under ``faketime``). Each test has agents of its own (``pair``) on one stack for the
+module; the tests that change the tenant's limits or stop NATS have stacks of their own."""
 
 from __future__ import annotations
 
@@ -23,8 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentbus import db
-from agentbus.delivery.sweeper import Sweeper
 from agentbus.e2e import (
     Sidecar,
     Stack,
@@ -369,11 +365,7 @@ async def test_a_transport_ack_that_loses_to_the_expiry_sweep_is_answered_termin
         # and the sweep (every 60 s in the gateway; one pass of the same code here) takes it.
         expires = parse_ts(first["envelope"]["expires"])
         await asyncio.sleep(max(0.0, (expires - utcnow()).total_seconds()) + 0.2)
-        pool = await db.open_app_pool(stack.database_url, max_size=1)
-        try:
-            assert await Sweeper(pool, None).expire_once() >= 1
-        finally:
-            await pool.close()
+        assert await stack.sweep_expired() >= 1
         await flush(rt, drain=True)
 
     assert await stack.message_status(msg_id) == "expired"

@@ -77,7 +77,7 @@ async def open_runtime(creds_path: Path, state_dir: Path | None = None) -> Async
     conn = open_store(state_db_path(creds.agent_id, state_dir))
     stored = get_meta(conn, OFFSET_KEY)
     known = stored is not None and stored.lstrip("-").isdigit()
-    set_server_offset_ms(int(stored) if stored is not None and known else 0)
+    set_server_offset_ms(int(stored or 0) if known else 0)
 
     def on_offset(offset_ms: int) -> None:
         nonlocal known

@@ -29,7 +29,7 @@ from agentbus_sidecar.clock import utcnow
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox, outbox
 from agentbus_sidecar.sync import flush
-from platformkit.db.scope import tenant_transaction
+from platformkit.db.scope import Pool, tenant_transaction
 from platformkit.nats.embedded import EmbeddedNats
 from platformkit.testing.services import free_port
 
@@ -37,6 +37,7 @@ from agentbus import db
 from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
+from agentbus.delivery.sweeper import Sweeper
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
 
@@ -133,8 +134,7 @@ class Stack:
     async def make_tenant(self) -> str:
         """Tenant + workspace through the admin actions; returns the bootstrap token."""
         ring = load_or_create_keyring(self.config_dir / "keyring.json")
-        pool = await db.open_app_pool(self.database_url, max_size=2)
-        try:
+        async with self.app_pool() as pool:
             operator = Ctx(pool, Actor.operator("cli:e2e"), keyring=ring)
             owner = OwnerSpec(f"owner@{TENANT}.example", "oidc:test", f"{TENANT}-owner")
             # business: the streams of 60+ messages below stay under its 600 sends a minute
@@ -147,6 +147,13 @@ class Stack:
             as_owner = Ctx(pool, Actor.user(tid, created.owner_user["id"]))
             await workspaces.create_workspace(as_owner, tid, slug=WORKSPACE, display_name=WORKSPACE)
             return created.bootstrap_token.plaintext
+
+    @contextlib.asynccontextmanager
+    async def app_pool(self) -> AsyncIterator[Pool]:
+        """A small pool on the gateway's database as the application role, closed at the end."""
+        pool = await db.open_app_pool(self.database_url, max_size=2)
+        try:
+            yield pool
         finally:
             await pool.close()
 
@@ -159,12 +166,13 @@ class Stack:
     async def override_limits(self, limits: dict[str, int]) -> None:
         """Plan limits of the tenant, through its subscription's overrides."""
         tenant_id = await self.value("SELECT id FROM tenants WHERE slug = %s", TENANT)
-        pool = await db.open_app_pool(self.database_url, max_size=1)
-        try:
-            async with tenant_transaction(pool, db.SCOPE, tenant_id) as scoped:
-                await plans.override_limits(scoped, tenant_id, limits)
-        finally:
-            await pool.close()
+        async with self.app_pool() as pool, tenant_transaction(pool, db.SCOPE, tenant_id) as scoped:
+            await plans.override_limits(scoped, tenant_id, limits)
+
+    async def sweep_expired(self) -> int:
+        """One pass of the expiry sweep the gateway runs every 60 s; how many it expired."""
+        async with self.app_pool() as pool:
+            return await Sweeper(pool, None).expire_once()
 
     async def message_status(self, msg_id: str) -> str | None:
         sql = "SELECT status::text FROM messages WHERE id = %s"
