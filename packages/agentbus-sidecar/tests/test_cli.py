@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -278,3 +280,24 @@ def test_no_command_prints_a_secret(agent: Any, make_delivery: DeliveryFactory) 
         for secret in _secrets(agent):
             assert secret not in result.output + result.stderr
     assert public_key_b64url(agent.key) not in outputs[2].output
+
+
+def test_a_json_command_loads_no_terminal_libraries(agent: Any) -> None:
+    """Agents and their hooks run the CLI many times a session: a ``--json`` command starts
+    without rich, click or pygments (httpx's own CLI would bring all three)."""
+    probe = (
+        "import sys\n"
+        "from agentbus_sidecar.cli import main\n"
+        "sys.argv = ['agentbus', 'outbox', '--json']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'click', 'pygments'})\n"
+        "print(heavy, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=os.environ, check=False
+    )
+    assert json.loads(done.stdout)["outbox"] == [], done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
-
 from agentbus_sidecar.clock import to_ms
 from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+from agentbus_sidecar.httpx_lean import httpx
 
 __all__ = ["MESSAGES", "GatewayClient", "problem_error", "problem_of", "route_for"]
 

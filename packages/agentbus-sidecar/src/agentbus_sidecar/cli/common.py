@@ -19,10 +19,9 @@ from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from agentbus_sidecar.errors import (
     ConfigError,
@@ -32,6 +31,9 @@ from agentbus_sidecar.errors import (
     SidecarError,
     StoreError,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "EXIT_CONFIG",
@@ -67,6 +69,9 @@ def paths(ctx: typer.Context) -> Paths:
 
 
 def console(*, stderr: bool = False) -> Console:
+    """Rich output for people; imported here, since ``--json`` runs never need it."""
+    from rich.console import Console
+
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from agentbus_sidecar.actions.sending import ack_messages, reply_message, send_message
 from agentbus_sidecar.addresses import normalize_input
@@ -27,6 +26,9 @@ from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, Ga
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox
 from agentbus_sidecar.sync import sync_once
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Title = Annotated[str | None, typer.Option("--title", help="A title (first message sets it).")]
 Format = Annotated[str | None, typer.Option("--format", help="plain or markdown")]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from agentbus_sidecar.cli.app import app, sidecar_app
-from agentbus_sidecar.cli.common import EXIT_FAILED, JsonFlag, emit, guarded, paths, run
+from agentbus_sidecar.cli.common import EXIT_FAILED, JsonFlag, console, emit, guarded, paths, run
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.doctor import run_checks
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
@@ -18,6 +17,9 @@ from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox, receipts, state_db_path
 from agentbus_sidecar.sync import hold_run_lock, sync_once
 from agentbus_sidecar.sync import run as run_loop
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PANEL = "Diagnostics"
 
@@ -141,7 +143,7 @@ def sidecar_run(
     as_json: JsonFlag = False,
 ) -> None:
     """Keep the outbox flushed and the inbox filled until interrupted."""
-    out = Console(stderr=True, highlight=False)
+    out = console(stderr=True)
 
     def log(line: str) -> None:
         out.print(f"{format_ts(utcnow())} {line}", markup=False)

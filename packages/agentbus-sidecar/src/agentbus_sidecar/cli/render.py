@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any
-
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from agentbus_sidecar.actions.sending import SendOutcome
 from agentbus_sidecar.cli.common import EXIT_REJECTED, emit, fail
 from agentbus_sidecar.store import inbox
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["inbox_item", "print_inbox", "show_envelope", "show_outcome", "summary_line"]
 

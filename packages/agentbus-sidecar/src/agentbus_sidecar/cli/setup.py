@@ -5,16 +5,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
 
 from agentbus_sidecar.actions.setup import init_credentials, login, register_agent
 from agentbus_sidecar.cli.app import app
 from agentbus_sidecar.cli.common import JsonFlag, emit, guarded, paths, run
 from agentbus_sidecar.credentials import Credentials
 from agentbus_sidecar.keys import fingerprint
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TokenOption = Annotated[
     str | None,

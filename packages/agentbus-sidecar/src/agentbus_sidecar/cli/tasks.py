@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from agentbus_sidecar.actions.tasks import request_task, update_task
 from agentbus_sidecar.addresses import normalize_input
@@ -17,6 +16,9 @@ from agentbus_sidecar.cli.render import show_outcome
 from agentbus_sidecar.clock import server_now
 from agentbus_sidecar.errors import EnvelopeError
 from agentbus_sidecar.runtime import open_runtime
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TaskId = Annotated[str, typer.Argument(help="tsk_ id")]
 
