@@ -1,6 +1,8 @@
 """End to end: the real ``agentbus-gateway serve`` process (its own database, config folder and
 port, on a NATS server the test starts and stops) and two real sidecars, each with its own
-credentials and state folder (made by the sidecar library's init and register).
+credentials and state folder (made by the sidecar library's init and register). Tests that stop
+or kill the gateway or NATS get a stack of their own (``sidecars``); the others share the
+module's (``pair``).
 
 The recipient always runs ``agentbus sidecar run`` as a process; the sender is either the CLI or
 the sidecar library in this process (``send_message`` queues and tries once, ``sync.flush``
@@ -32,8 +34,8 @@ from agentbus_sidecar.store import outbox
 pytestmark = pytest.mark.timeout(360)
 
 
-async def test_messages_and_a_task_between_two_sidecars(sidecars: World) -> None:
-    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
     await asyncio.gather(alice.start(), bob.start())
 
     sent = await alice.cli("send", bob.address, "hello bob", "--title", "greeting")
@@ -118,8 +120,8 @@ async def test_nats_restarted_mid_stream(sidecars: World) -> None:
     assert_exactly_once(bob, sent)
 
 
-async def test_recipient_offline_then_back(sidecars: World) -> None:
-    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+async def test_recipient_offline_then_back(pair: World) -> None:
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
     await bob.start()
     async with open_runtime(alice.credentials, alice.state_dir) as rt:
         first = (await send_message(rt, bob.address, {"text": "before"})).envelope["id"]
@@ -137,11 +139,11 @@ async def test_recipient_offline_then_back(sidecars: World) -> None:
     assert_exactly_once(bob, [first, *later])
 
 
-async def test_poll_abandoned_by_its_client_takes_nothing(sidecars: World) -> None:
+async def test_poll_abandoned_by_its_client_takes_nothing(pair: World) -> None:
     """A long-poll whose client went away stops pulling at once: a message sent just after it
     is not handed to the dead request, and the next sidecar gets it without waiting out the
     consumer's AckWait (30 s)."""
-    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
     async with open_runtime(bob.credentials, bob.state_dir) as rt:
         bearer = await rt.session.bearer()
         poll = asyncio.create_task(rt.client.receive(bearer, 25))
