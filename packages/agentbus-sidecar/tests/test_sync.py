@@ -9,24 +9,32 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from datetime import timedelta
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from agentbus_sidecar import clock
 from agentbus_sidecar.actions.sending import send_message
-from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
+from agentbus_sidecar.clock import format_ts, parse_ts, to_ms, utcnow
 from agentbus_sidecar.envelope import MESSAGE, TASK_REQUEST
 from agentbus_sidecar.errors import ConfigError, GatewayError
+from agentbus_sidecar.ids import restart_ids
 from agentbus_sidecar.outbound import (
+    ID_AHEAD_LIMIT,
+    ID_AHEAD_MAX_WAIT,
     SEND_BATCH,
     FlushReport,
     blocked_recipients,
+    id_ahead_wait,
     lane_runs,
     refused,
 )
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox, receipts
 from agentbus_sidecar.sync import flush, hold_run_lock, run, sync_once
+from hypothesis import given
+from hypothesis import strategies as st
 
 PEER = "agent://acme/platform/reviewer"
 OTHER = "agent://acme/platform/tester"
@@ -66,6 +74,51 @@ async def test_only_a_refused_envelope_is_parked(
         assert row is not None
         assert (row["next_attempt_at"] == outbox.PARKED) is parked, dict(row)
         assert (msg_id in report.failed, msg_id in report.deferred) == (parked, not parked)
+
+
+@pytest.fixture
+def clock_restored() -> Iterator[None]:
+    """Puts the clock offset and the id source back after a test that moved them."""
+    try:
+        yield
+    finally:
+        clock.set_server_offset_ms(0)
+        restart_ids()  # or every later id of this process would stay ahead
+
+
+async def test_an_id_minted_ahead_waits_until_the_gateway_takes_it(
+    agent: Any, clock_restored: None
+) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        clock.set_server_offset_ms(7 * 60_000)  # as a stale stored offset would
+        msg_id = (await send_message(rt, PEER, {"text": "hi"})).envelope["id"]
+        clock.set_server_offset_ms(0)  # the refusal's Date header corrected the offset
+        now, report = utcnow(), FlushReport()
+        refused(rt, msg_id, GatewayError(422, "AB-2009", "message_id_in_future", "ahead"),
+                now, report, None)  # fmt: skip
+        row = outbox.get(rt.conn, msg_id)
+        assert row is not None
+        assert msg_id in report.deferred
+        wait = parse_ts(row["next_attempt_at"]) - now
+        assert timedelta(minutes=2) <= wait <= timedelta(minutes=2, seconds=5), wait
+
+
+def _id_at(moment: datetime) -> str:
+    return f"msg_{to_ms(moment):012x}7{'0' * 19}"
+
+
+@given(ahead_ms=st.integers(min_value=-86_400_000, max_value=3 * 3_600_000))
+def test_the_wait_for_an_id_ends_once_the_gateway_takes_it(ahead_ms: int) -> None:
+    now = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    minted = now + timedelta(milliseconds=ahead_ms)
+    taken_from = minted - ID_AHEAD_LIMIT  # the gateway's time from which it takes the id
+    wait = id_ahead_wait(_id_at(minted), now)
+    if taken_from - now > ID_AHEAD_MAX_WAIT - timedelta(seconds=1):
+        assert wait is None  # a clock that far off is parked for a person to see
+    else:
+        assert wait is not None
+        assert now + wait >= taken_from
+        assert wait <= max(taken_from - now, timedelta(0)) + timedelta(seconds=1)
 
 
 async def test_queued_acks_back_off_too(agent: Any) -> None:

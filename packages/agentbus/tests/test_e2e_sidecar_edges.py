@@ -431,3 +431,25 @@ async def test_a_key_proof_refused_for_its_time_is_made_again_with_the_corrected
     assert again["state"] == "sent", again
     stored = dave.query("SELECT value FROM meta WHERE key = 'server_time_offset_ms'")
     assert abs(int(stored[0]["value"]) - 600_000) < 5_000, "the refusal corrected the offset"
+
+
+async def test_a_send_dated_ahead_by_a_stale_offset_waits_until_the_gateway_takes_it(
+    pair: World,
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    first = await alice.cli("send", bob.address, "learns the offset")
+    assert first["state"] == "sent", first
+    # The clock was put right since: the stored offset now dates ids 5 min 5 s ahead, past what
+    # the gateway takes (5 min, AB-2009).
+    with contextlib.closing(sqlite3.connect(alice.state_db)) as conn, conn:
+        conn.execute("UPDATE meta SET value = '305000' WHERE key = 'server_time_offset_ms'")
+
+    queued = await alice.cli("send", bob.address, "dated ahead")
+
+    assert queued["state"] == "queued", queued
+    assert "AB-2009" in queued["detail"], queued
+    [row] = alice.query("SELECT next_attempt_at FROM outbox WHERE id = ?", queued["msg_id"])
+    assert row["next_attempt_at"] != outbox.PARKED
+    await asyncio.gather(alice.start(), bob.start())
+    await wait_received(bob, {first["msg_id"], queued["msg_id"]}, 60, pair.stack)
+    assert_exactly_once(bob, [first["msg_id"], queued["msg_id"]])

@@ -12,8 +12,9 @@ the exact lane is coarser than G2 needs, and keeps that check to what the ``rece
 holds.
 
 Failure handling per 05 §3 step 8: no answer, 5xx and 429 are retried with backoff (never sooner
-than ``Retry-After``); a refused credential is renewed once by the session; any other 4xx is final
-and the row is parked with its error for the agent to see.
+than ``Retry-After``), and so is a refusal of the caller (AB-10xx); a refused credential is renewed
+once by the session; an id dated ahead of the gateway's clock (AB-2009) waits until the gateway
+will take it; any other 4xx is final and the row is parked with its error for the agent to see.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentbus_sidecar.client import MESSAGES, problem_of, route_for
-from agentbus_sidecar.clock import format_ts, parse_ts
+from agentbus_sidecar.clock import format_ts, parse_ts, server_now
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+from agentbus_sidecar.ids import id_time
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox, outbox, receipts, transaction
 
@@ -44,6 +46,10 @@ __all__ = [
 BATCH = 500
 SEND_BATCH = 100
 LANE_HELD = "AB-2021"
+ID_AHEAD = "AB-2009"
+ID_AHEAD_LIMIT = timedelta(minutes=5)
+"""How far a message id's time may run ahead of the gateway's clock (conventions §2)."""
+ID_AHEAD_MAX_WAIT = timedelta(hours=1)
 _TERMINAL = {"read", "expired", "dead_lettered", "discarded", "bridged"}
 _VERBS = {outbox.TRANSPORT: "ack", outbox.APPLICATION: "read", outbox.TERM: "term"}
 
@@ -237,17 +243,27 @@ def refused(
     rng: random.Random | None,
 ) -> None:
     """What becomes of a send the gateway refused: tried again later when the refusal was not
-    about the envelope (lane held, 429 and 5xx, a refused caller), parked for good otherwise."""
+    about the envelope (lane held, 429 and 5xx, a refused caller) or the gateway will take it
+    later (an id minted ahead of its clock), parked for good otherwise."""
+    wait_for_id = id_ahead_wait(msg_id, server_now()) if exc.code == ID_AHEAD else None
     if exc.code == LANE_HELD:  # not tried: goes again, after its lane's head
         report.deferred[msg_id] = str(exc)
-    elif exc.retryable or exc.caller_refused:  # the envelope was not judged: try it later
-        outbox.record_failure(
-            rt.conn, msg_id, now, str(exc), retry_after_s=_retry_after_s(exc), rng=rng
-        )
+    elif exc.retryable or exc.caller_refused or wait_for_id is not None:
+        retry_after_s = _retry_after_s(exc) if wait_for_id is None else wait_for_id.total_seconds()
+        outbox.record_failure(rt.conn, msg_id, now, str(exc), retry_after_s=retry_after_s, rng=rng)
         report.deferred[msg_id] = str(exc)
     else:
         outbox.park(rt.conn, msg_id, str(exc))
         report.failed[msg_id] = str(exc)
+
+
+def id_ahead_wait(msg_id: str, gateway_now: datetime) -> timedelta | None:
+    """How long until the gateway takes an id it refused as minted too far ahead of its clock
+    (AB-2009), by the clock that refusal has just corrected (the id was minted while a stale
+    offset was stored). None past an hour: a clock that far off needs a person, so the send is
+    parked for the agent to see."""
+    wait = id_time(msg_id) - ID_AHEAD_LIMIT - gateway_now + timedelta(seconds=1)
+    return max(wait, timedelta(0)) if wait <= ID_AHEAD_MAX_WAIT else None
 
 
 def _accepted(rt: Runtime, row: sqlite3.Row, answer: dict[str, Any], now: datetime) -> None:
