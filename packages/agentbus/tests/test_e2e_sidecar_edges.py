@@ -391,9 +391,11 @@ async def test_a_sidecar_clock_minutes_off_is_corrected_by_the_gateway(
     name = f"carol-{uuid.uuid4().hex[:6]}"
     carol = Sidecar(name, tmp_path / name, wrap=(faketime, "-f", off))
     try:
-        # register learns the offset first; the first command of a fresh state.db asks again
-        # before it dates an id, and a key proof refused as AB-1012 is made again, corrected
+        # register learns the offset before it dates its key proof, and stores it
         await carol.enroll(stack.url, token)
+        [stored] = carol.query("SELECT value FROM meta WHERE key = 'server_time_offset_ms'")
+        expected = -600_000 if off == "+10m" else 600_000
+        assert abs(int(stored["value"]) - expected) < 5_000, stored["value"]
         sent = await carol.cli("send", bob.address, "from a clock ten minutes off")
         assert sent["state"] == "sent", sent
         await bob.start()

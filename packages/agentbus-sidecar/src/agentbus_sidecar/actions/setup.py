@@ -9,7 +9,7 @@ from typing import Any
 
 from agentbus_sidecar.addresses import RESERVED_NAMES, normalize_input, parse_address
 from agentbus_sidecar.client import GatewayClient
-from agentbus_sidecar.clock import server_now, set_server_offset_ms
+from agentbus_sidecar.clock import server_now, server_offset_ms, set_server_offset_ms
 from agentbus_sidecar.credentials import (
     Credentials,
     check_gateway_url,
@@ -25,8 +25,9 @@ from agentbus_sidecar.keys import (
     private_key_pem,
     public_key_b64url,
 )
-from agentbus_sidecar.runtime import record_identity
+from agentbus_sidecar.runtime import OFFSET_KEY, record_identity
 from agentbus_sidecar.store import open_store, state_db_path
+from agentbus_sidecar.store.meta import set_meta
 
 __all__ = ["init_credentials", "login", "register_agent"]
 
@@ -106,6 +107,8 @@ async def register_agent(
     conn = open_store(state_db_path(agent["id"], state_dir))
     try:
         record_identity(conn, creds, key)
+        # the registration's answer has just told the gateway's clock: later commands need not ask
+        set_meta(conn, OFFSET_KEY, str(server_offset_ms()))
     finally:
         conn.close()
     return answer
