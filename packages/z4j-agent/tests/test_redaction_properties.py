@@ -212,7 +212,9 @@ def test_a_batch_is_judged_as_each_value_alone(values: list[Any]) -> None:
 @given(
     st.lists(
         st.dictionaries(
-            st.one_of(any_text, st.just("traceback")), st.one_of(received, plain_values)
+            st.one_of(any_text, st.just("traceback")),
+            st.one_of(received, plain_values),
+            max_size=4,
         ),
         max_size=6,
     )
@@ -253,7 +255,9 @@ def test_one_secret_in_a_batch_sends_only_its_event_down_the_full_path() -> None
 
 @SETTINGS
 @given(
-    st.dictionaries(st.one_of(any_text, st.just("traceback")), st.one_of(received, plain_values))
+    st.dictionaries(
+        st.one_of(any_text, st.just("traceback")), st.one_of(received, plain_values), max_size=6
+    )
 )
 def test_received_event_data_is_redacted_as_in_full(data: dict[str, Any]) -> None:
     data = json.loads(json.dumps(data))
