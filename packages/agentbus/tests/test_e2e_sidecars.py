@@ -53,6 +53,12 @@ async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
         return await stack.message_status(msg_id) == "read"
 
     await until(status_read, 20, "the gateway to record the application ack")
+    traced = await alice.cli("trace", msg_id)
+    assert [e["event"] for e in traced["local"]["events"]][:2] == ["queued", "accepted"]
+    steps = [e["event"] for e in traced["remote"]["events"]]
+    assert (steps[0], steps[-1]) == ("message.accepted", "message.read"), steps
+    by_receipt = await bob.cli("trace", sent["receipt"]["id"])  # bob holds no receipt
+    assert by_receipt["remote"]["message"]["id"] == msg_id, by_receipt
 
     requested = await alice.cli(
         "task", "request", bob.address, "review the patch", "--capability", "code.review"

@@ -102,6 +102,17 @@ async def load(
     return {row["id"]: row for row in await cur.fetchall()}
 
 
+async def delivery_state(conn: Conn, msg_id: uuid.UUID, agent_id: uuid.UUID) -> Row | None:
+    """The recipient's delivery_state row of a message, if it was ever handed out."""
+    cur = await conn.execute(
+        """SELECT attempt, last_fetched_at, transport_acked_at, application_acked_at, nak_until,
+                  dlq_reason
+             FROM delivery_state WHERE msg_id = %s AND agent_id = %s""",
+        (msg_id, agent_id),
+    )
+    return await cur.fetchone()
+
+
 async def lock(
     conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID
 ) -> Row | None:

@@ -23,6 +23,7 @@ from agentbus import db
 from agentbus.broker import Broker
 from agentbus.controllers.partitions import partitions_loop
 from agentbus.delivery import api as delivery_api
+from agentbus.delivery import trace_api
 from agentbus.gateway import api, api_presence, api_send
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
@@ -104,6 +105,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.router.routes.extend(api_presence.routes)
     app.include_router(api.router)
     app.include_router(delivery_api.router)
+    app.include_router(trace_api.router)
     app.include_router(tasks_api.router)
     http_kernel.install(
         app,

@@ -168,3 +168,16 @@ async def dead_letter_unpublished(conn: Conn, tenant_id: uuid.UUID, row: Row, re
             (tenant_id, row["id"], row["to_agent_id"], reason),
         )
     return True
+
+
+async def by_trace(
+    conn: Conn, tenant_id: uuid.UUID, trace_id: str, agent_id: uuid.UUID, limit: int
+) -> list[Row]:
+    """Messages of a trace that ``agent_id`` sent or received, oldest first (``messages_trace``)."""
+    cur = await conn.execute(
+        f"""{SELECT} WHERE m.tenant_id = %s AND m.trace_id = %s
+              AND (m.from_agent_id = %s OR m.to_agent_id = %s)
+            ORDER BY m.accepted_at, m.id LIMIT %s""",
+        (tenant_id, trace_id, agent_id, agent_id, limit),
+    )
+    return await cur.fetchall()

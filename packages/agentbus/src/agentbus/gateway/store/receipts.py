@@ -53,3 +53,13 @@ async def get_receipt(conn: Conn, tenant_id: uuid.UUID, receipt_id: uuid.UUID) -
         (tenant_id, receipt_id),
     )
     return await cur.fetchone()
+
+
+async def receipts_of(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> list[Row]:
+    """Every receipt issued for a message, oldest first."""
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM receipts WHERE tenant_id = %s AND msg_id = %s
+            ORDER BY issued_at, id""",
+        (tenant_id, msg_id),
+    )
+    return await cur.fetchall()

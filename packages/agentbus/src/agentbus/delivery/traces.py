@@ -1,0 +1,141 @@
+"""Where a message has been (04-API-SPEC §4.4, §4.5): its trace, one receipt, and the messages
+that share a trace id; for the message's sender and recipient only (AB-8002 for anyone else, as
+for a message that does not exist).
+
+The data model keeps the full timeline of a message in ClickHouse ``events``, which this
+deployment does not run, so traces answer from PostgreSQL (``"source": "postgres"``): the steps
+the rows prove, each at the latest time they hold (``messages``, the recipient's
+``delivery_state``, ``receipts``, a task request's ``task_transitions``). A message handed out
+twice shows its last fetch, with its attempt number; naks, and when a message expired or was
+dead-lettered, are not kept, so the current state (``delivery``) says what is known of them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from platformkit.db.scope import tenant_transaction
+
+from agentbus.db import SCOPE
+from agentbus.delivery import store as delivery_store
+from agentbus.errors import NotFound
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.messages import find_party_message, message_id_of
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.receipts import find_kid, receipt_view
+from agentbus.gateway.store import messages, receipts
+from agentbus.gateway.views import message_view, ts
+from agentbus.ids import InvalidId, format_id, parse_id
+from agentbus.tasks import store as task_store
+from agentbus.tasks.domain import REQUEST_TYPE
+
+Row = dict[str, Any]
+SOURCE = "postgres"
+TRACE_MESSAGES_MAX = 1000
+_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def timeline(
+    message: Row, delivery: Row | None, issued: Sequence[Row], transitions: Sequence[Row]
+) -> list[dict[str, Any]]:
+    """The steps the rows prove, oldest first, each with the milliseconds since the one before
+    (``latency_ms``, null for the first)."""
+    attempt = int(delivery["attempt"]) if delivery else 0
+    steps: list[tuple[datetime, str, str, int, dict[str, Any]]] = [
+        (message["accepted_at"], "message.accepted", "gateway", 0, {})
+    ]
+    published = next((r["issued_at"] for r in issued if r["stream_seq"] is not None), None)
+    if published is not None:
+        details = {"stream_seq": message["stream_seq"]}
+        steps.append((published, "message.published", "gateway", 0, details))
+    if delivery and delivery["last_fetched_at"]:
+        steps.append((delivery["last_fetched_at"], "message.fetched", "gateway", attempt, {}))
+    if message["delivered_at"]:
+        steps.append((message["delivered_at"], "message.delivered", "sidecar", attempt, {}))
+    if message["read_at"]:
+        steps.append((message["read_at"], "message.read", "sidecar", attempt, {}))
+    for move in transitions:
+        by = move["by_msg_id"]
+        details = {"from": move["from_state"], "to": move["to_state"], "reason": move["reason"],
+                   "by_msg_id": None if by is None else format_id("msg", by)}  # fmt: skip
+        steps.append((move["at"], "task.state_changed", "gateway", attempt, details))
+    steps.sort(key=lambda step: step[0])  # stable: equal times keep the order above
+    events: list[dict[str, Any]] = []
+    previous: datetime | None = None
+    for at, event, actor, step_attempt, details in steps:
+        since = None if previous is None else (at - previous) // timedelta(milliseconds=1)
+        events.append({"event": event, "at": ts(at), "attempt": step_attempt, "actor": actor,
+                       "latency_ms": since, "error_code": None, "details": details})  # fmt: skip
+        previous = at
+    return events
+
+
+def delivery_view(delivery: Row | None) -> dict[str, Any] | None:
+    if delivery is None:
+        return None
+    return {
+        "attempt": delivery["attempt"],
+        "last_fetched_at": ts(delivery["last_fetched_at"]),
+        "transport_acked_at": ts(delivery["transport_acked_at"]),
+        "application_acked_at": ts(delivery["application_acked_at"]),
+        "nak_until": ts(delivery["nak_until"]),
+        "dlq_reason": delivery["dlq_reason"],
+    }
+
+
+async def read_trace(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str, Any]:
+    """``GET /v1/messages/{msg}/trace``."""
+    msg_id = message_id_of(text)
+    async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
+        row = await find_party_message(conn, who, msg_id)
+        issued = await receipts.receipts_of(conn, who.tenant_id, msg_id)
+        delivery = None
+        if row["to_agent_id"] is not None:
+            delivery = await delivery_store.delivery_state(conn, msg_id, row["to_agent_id"])
+        transitions: list[Row] = []
+        if row["type"] == REQUEST_TYPE:  # the task shares the request's uuid
+            transitions = await task_store.list_transitions(conn, who.tenant_id, msg_id)
+    return {
+        "message": message_view(row),
+        "delivery": delivery_view(delivery),
+        "receipts": [receipt_view(r, find_kid(gw.signing, r)) for r in issued],
+        "events": timeline(row, delivery, issued, transitions),
+        "source": SOURCE,
+    }
+
+
+async def read_receipt(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str, Any]:
+    """``GET /v1/receipts/{rcp}``: the receipt, whether its signature checks against the
+    platform's keys, and its message's current status."""
+    try:
+        receipt_id = parse_id("rcp", text)
+    except InvalidId as exc:
+        raise NotFound(f"no receipt {text}") from exc
+    async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
+        row = await receipts.get_receipt(conn, who.tenant_id, receipt_id)
+        if row is None:
+            raise NotFound(f"no receipt {text}")
+        try:
+            message = await find_party_message(conn, who, row["msg_id"])
+        except NotFound as exc:
+            raise NotFound(f"no receipt {text}") from exc
+    kid = find_kid(gw.signing, row)
+    return {
+        "receipt": receipt_view(row, kid),
+        "verified": kid is not None,
+        "message_status": message["status"],
+    }
+
+
+async def read_trace_messages(gw: Gateway, who: AgentPrincipal, trace_id: str) -> dict[str, Any]:
+    """``GET /v1/traces/{trace_id}``: the caller's messages of one trace, oldest first."""
+    if not _TRACE_ID.match(trace_id):
+        raise NotFound(f"no trace {trace_id}")
+    async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
+        rows = await messages.by_trace(
+            conn, who.tenant_id, trace_id, who.agent_id, TRACE_MESSAGES_MAX
+        )
+    return {"trace_id": trace_id, "messages": [message_view(row) for row in rows]}

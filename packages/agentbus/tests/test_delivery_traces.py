@@ -1,0 +1,186 @@
+"""Traces through the app, on real PostgreSQL and NATS (04-API-SPEC §4.4, §4.5): a message's
+steps from send to read, a task request's state changes, receipts that verify, the messages of
+a trace id; and nothing of it for anyone but the message's sender and recipient."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from agentbus.db import SCOPE
+from agentbus.delivery.traces import timeline
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.wire import format_ts
+from agentbus.ids import parse_id
+from hypothesis import given
+from hypothesis import strategies as st
+from platformkit.db.scope import tenant_transaction
+from wirekit import canonical_json
+
+Json = dict[str, Any]
+REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
+STEPS = ["message.accepted", "message.published", "message.fetched", "message.delivered",
+         "message.read"]  # fmt: skip
+
+
+@pytest.fixture
+async def trio(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent, SimAgent]:
+    world = await make_world(gateway, "acme")
+    alice = await enroll(gateway_client, world, "alice")
+    bob = await enroll(gateway_client, world, "bob", capabilities=REVIEW)
+    carol = await enroll(gateway_client, world, "carol")
+    return world, alice, bob, carol
+
+
+async def _send(client: httpx.AsyncClient, sender: SimAgent, env: Json) -> Json:
+    reply = await client.post(
+        "/v1/messages",
+        content=canonical_json(sender.sign(env)),
+        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+    return dict(reply.json())
+
+
+async def _get(client: httpx.AsyncClient, agent: SimAgent, path: str, status: int = 200) -> Json:
+    reply = await client.get(path, headers=agent.headers())
+    assert reply.status_code == status, reply.text
+    return dict(reply.json())
+
+
+async def _receive(client: httpx.AsyncClient, bob: SimAgent, msg_id: str) -> None:
+    """bob pulls the message, acks its transport, and reads it."""
+    reply = await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
+    [delivery] = reply.json()["deliveries"]
+    assert delivery["msg_id"] == msg_id
+    ack = {"msg_id": msg_id, "ack_token": delivery["ack_token"]}
+    reply = await client.post("/v1/inbox/ack", json={"acks": [ack]}, headers=bob.headers())
+    assert reply.status_code == 200, reply.text
+    read = {"msg_id": msg_id, "read_at": format_ts(datetime.now(UTC))}
+    reply = await client.post("/v1/inbox/read", json={"reads": [read]}, headers=bob.headers())
+    assert reply.status_code == 200, reply.text
+
+
+async def test_a_trace_follows_a_message_from_send_to_read(
+    gateway_client: httpx.AsyncClient, trio: tuple[World, SimAgent, SimAgent, SimAgent]
+) -> None:
+    client, (_world, alice, bob, _carol) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "trace me"})
+    sent = await _send(client, alice, env)
+    await _receive(client, bob, env["id"])
+
+    trace = await _get(client, alice, f"/v1/messages/{env['id']}/trace")
+
+    assert trace["source"] == "postgres"
+    assert trace["message"]["status"] == "read"
+    assert [e["event"] for e in trace["events"]] == STEPS
+    assert [e["attempt"] for e in trace["events"]] == [0, 0, 1, 1, 1]
+    assert trace["events"][0]["latency_ms"] is None
+    assert all(e["latency_ms"] >= 0 for e in trace["events"][1:])
+    assert trace["events"][1]["details"] == {"stream_seq": sent["receipt"]["seq"]}
+    [receipt] = trace["receipts"]
+    assert receipt["id"] == sent["receipt"]["id"]
+    assert receipt["kid"] is not None
+    assert trace["delivery"]["attempt"] == 1
+    assert trace["delivery"]["dlq_reason"] is None
+    assert await _get(client, bob, f"/v1/messages/{env['id']}/trace") == trace
+
+
+async def test_a_receipt_says_whether_it_verifies_and_where_its_message_is(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob, _carol) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "a receipt"})
+    receipt = (await _send(client, alice, env))["receipt"]
+
+    found = await _get(client, bob, f"/v1/receipts/{receipt['id']}")
+    assert (found["receipt"]["msg_id"], found["verified"]) == (env["id"], True)
+    assert found["message_status"] == "accepted"
+    assert found["receipt"]["signature"] == receipt["signature"]
+
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        await conn.execute(
+            "UPDATE receipts SET signature = %s WHERE id = %s",
+            (b"\x00" * 64, parse_id("rcp", receipt["id"])),
+        )
+    assert (await _get(client, alice, f"/v1/receipts/{receipt['id']}"))["verified"] is False
+
+
+async def test_a_task_requests_trace_shows_its_state_changes(
+    gateway_client: httpx.AsyncClient, trio: tuple[World, SimAgent, SimAgent, SimAgent]
+) -> None:
+    client, (_world, alice, bob, _carol) = gateway_client, trio
+    env = alice.task_request(bob.address, "review-1", {"instructions": "review the patch"})
+    reply = await client.post(
+        "/v1/tasks",
+        content=canonical_json(alice.sign(env)),
+        headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+    await _receive(client, bob, env["id"])
+
+    trace = await _get(client, alice, f"/v1/messages/{env['id']}/trace")
+
+    moves = [e["details"] for e in trace["events"] if e["event"] == "task.state_changed"]
+    assert [(m["from"], m["to"]) for m in moves] == [
+        (None, "submitted"),
+        ("submitted", "delivered"),
+    ]
+
+
+async def test_only_the_parties_see_a_trace_a_receipt_or_a_trace_id(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent, SimAgent],
+) -> None:
+    client, (_world, alice, bob, carol) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "for bob only"})
+    receipt = (await _send(client, alice, env))["receipt"]
+    trace_id = (await _get(client, alice, f"/v1/messages/{env['id']}"))["trace_id"]
+    other_world = await make_world(gateway, "globex")
+    mallory = await enroll(client, other_world, "mallory")
+
+    for outsider in (carol, mallory):
+        for path in (f"/v1/messages/{env['id']}/trace", f"/v1/receipts/{receipt['id']}"):
+            refused = await _get(client, outsider, path, 404)
+            assert refused["code"] == "AB-8002", refused
+        assert (await _get(client, outsider, f"/v1/traces/{trace_id}"))["messages"] == []
+    for party in (alice, bob):
+        listed = await _get(client, party, f"/v1/traces/{trace_id}")
+        assert [m["id"] for m in listed["messages"]] == [env["id"]]
+    for path in ("/v1/messages/msg_nonsense/trace", "/v1/receipts/rcp_x", "/v1/traces/XYZ"):
+        assert (await _get(client, alice, path, 404))["code"] == "AB-8002"
+
+
+_moments = st.lists(
+    st.one_of(st.none(), st.integers(min_value=0, max_value=10**7)), min_size=4, max_size=4
+)
+
+
+@given(_moments)
+def test_a_timeline_is_in_time_order_and_its_latencies_add_up(offsets: list[int | None]) -> None:
+    base = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+
+    def at(offset: int | None) -> datetime | None:
+        return None if offset is None else base + timedelta(milliseconds=offset)
+
+    published, fetched, delivered, read = (at(o) for o in offsets)
+    message = {"accepted_at": base, "stream_seq": 7, "delivered_at": delivered, "read_at": read}
+    delivery = {"attempt": 2, "last_fetched_at": fetched}
+    issued = [{"issued_at": published, "stream_seq": 7}] if published else []
+
+    events = timeline(message, delivery, issued, [])
+
+    present = [o for o in offsets if o is not None]
+    assert len(events) == 1 + len(present)
+    assert events[0]["event"] == "message.accepted"
+    latencies = [e["latency_ms"] for e in events[1:]]
+    assert all(latency >= 0 for latency in latencies)
+    assert sum(latencies) == max(present, default=0)
