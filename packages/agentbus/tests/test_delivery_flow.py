@@ -17,23 +17,12 @@ from agentbus.delivery.domain import Status
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.policy import Decision, SendRequest
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 Json = dict[str, Any]
-
-
-async def send(client: httpx.AsyncClient, sender: SimAgent, env: Json) -> Json:
-    reply = await client.post(
-        "/v1/messages",
-        content=canonical_json(sender.sign(env)),
-        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
-    return dict(reply.json())
 
 
 async def poll(client: httpx.AsyncClient, agent: SimAgent, wait_s: int = 0, **params: Any) -> Json:
@@ -83,7 +72,7 @@ async def test_send_deliver_ack_read(
 ) -> None:
     client, (_world, alice, bob) = gateway_client, pair
     env = alice.envelope(bob.address, {"text": "hello bob"})
-    receipt = await send(client, alice, env)
+    receipt = await post_envelope(client, alice, env)
     assert receipt["receipt"]["seq"] is not None
 
     got = await poll(client, bob, wait_s=5)
@@ -119,7 +108,7 @@ async def test_read_of_a_fetched_message_settles_its_jetstream_copy(
     client, (world, alice, bob) = gateway_client, pair
     envs = [alice.envelope(bob.address, {"text": f"n{i}"}) for i in range(3)]
     for env in envs:
-        await send(client, alice, env)
+        await post_envelope(client, alice, env)
     got = await poll(client, bob, wait_s=5)
     assert [d["msg_id"] for d in got["deliveries"]] == [e["id"] for e in envs]
     reads = [{"msg_id": e["id"]} for e in envs]
@@ -144,7 +133,7 @@ async def test_long_poll_returns_when_a_message_arrives(
 
     async def send_soon() -> None:
         await asyncio.sleep(0.5)
-        await send(client, alice, env)
+        await post_envelope(client, alice, env)
 
     sender = asyncio.create_task(send_soon())
     started = asyncio.get_running_loop().time()
@@ -159,7 +148,7 @@ async def test_nak_redelivers_and_counts_an_attempt(
 ) -> None:
     client, (_world, alice, bob) = gateway_client, pair
     env = alice.envelope(bob.address, {"text": "try again"})
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     [first] = (await poll(client, bob, wait_s=5))["deliveries"]
     item = {"msg_id": env["id"], "ack_token": first["ack_token"], "delay_ms": 300}
     [naked] = await settle(client, bob, "nak", [item])
@@ -184,7 +173,7 @@ async def test_copy_of_an_acked_message_is_dropped(
     dropped by the gateway, never handed out again (05 §10.3)."""
     client, (world, alice, bob) = gateway_client, pair
     env = alice.envelope(bob.address, {"text": "once"})
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     [first] = (await poll(client, bob, wait_s=5))["deliveries"]
     tenant, agent, msg = world.tenant_id, parse_id("agt", bob.agent_id), parse_id("msg", env["id"])
     async with tenant_transaction(gateway.pool, SCOPE, tenant) as conn:
@@ -208,7 +197,7 @@ async def test_expired_message_is_not_handed_out(
     client, (_world, alice, bob) = gateway_client, pair
     later = format_ts(datetime.now(UTC) + timedelta(minutes=5))
     env = alice.envelope(bob.address, {"text": "hurry"}, expires=later)
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
         await admin.execute(
             "UPDATE messages SET expires_at = now() - interval '1 second' WHERE id = %s",
@@ -223,7 +212,7 @@ async def test_term_dead_letters_with_the_recipients_reason(
 ) -> None:
     client, (world, alice, bob) = gateway_client, pair
     env = alice.envelope(bob.address, {"text": "poison"})
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     [first] = (await poll(client, bob, wait_s=5))["deliveries"]
     item = {"msg_id": env["id"], "ack_token": first["ack_token"], "reason": "signature_invalid"}
     [termed] = await settle(client, bob, "term", [item])
@@ -241,7 +230,7 @@ async def test_tokens_and_batches_are_checked(
 ) -> None:
     client, (_world, alice, bob) = gateway_client, pair
     env = alice.envelope(bob.address, {"text": "mine"})
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     [first] = (await poll(client, bob, wait_s=5))["deliveries"]
     forged = first["ack_token"][:-4] + (
         "AAAA" if not first["ack_token"].endswith("AAAA") else "BBBB"
@@ -271,7 +260,7 @@ async def test_policy_in_force_at_delivery_discards(
             return Decision(False, reason="closed for the night")
 
     env = alice.envelope(bob.address, {"text": "allowed when sent"})
-    await send(client, alice, env)
+    await post_envelope(client, alice, env)
     gateway.policy = DenyAll()
     assert (await poll(client, bob, wait_s=2))["deliveries"] == []
     assert (await status_of(client, alice, env["id"]))["status"] == "discarded"
@@ -282,13 +271,13 @@ async def test_a_vanished_consumer_is_recreated_and_old_copies_suppressed(
 ) -> None:
     client, (world, alice, bob) = gateway_client, pair
     first = alice.envelope(bob.address, {"text": "one"})
-    await send(client, alice, first)
+    await post_envelope(client, alice, first)
     [delivery] = (await poll(client, bob, wait_s=5))["deliveries"]
     ack = {"msg_id": first["id"], "ack_token": delivery["ack_token"]}
     await settle(client, bob, "ack", [ack])
     await gateway.broker.delete_consumer(world.tenant_id, bob.agent_id)
     second = alice.envelope(bob.address, {"text": "two"})
-    await send(client, alice, second)
+    await post_envelope(client, alice, second)
     # The new consumer starts from the stream's beginning; the acked copy is dropped.
     got = await poll(client, bob, wait_s=5)
     assert [d["msg_id"] for d in got["deliveries"]] == [second["id"]]

@@ -12,13 +12,12 @@ import pytest
 from agentbus.db import SCOPE
 from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from hypothesis import given
 from hypothesis import strategies as st
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
@@ -35,16 +34,6 @@ async def trio(
     bob = await enroll(gateway_client, world, "bob", capabilities=REVIEW)
     carol = await enroll(gateway_client, world, "carol")
     return world, alice, bob, carol
-
-
-async def _send(client: httpx.AsyncClient, sender: SimAgent, env: Json) -> Json:
-    reply = await client.post(
-        "/v1/messages",
-        content=canonical_json(sender.sign(env)),
-        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
-    return dict(reply.json())
 
 
 async def _get(client: httpx.AsyncClient, agent: SimAgent, path: str, status: int = 200) -> Json:
@@ -71,7 +60,7 @@ async def test_a_trace_follows_a_message_from_send_to_read(
 ) -> None:
     client, (_world, alice, bob, _carol) = gateway_client, trio
     env = alice.envelope(bob.address, {"text": "trace me"})
-    sent = await _send(client, alice, env)
+    sent = await post_envelope(client, alice, env)
     await _receive(client, bob, env["id"])
 
     trace = await _get(client, alice, f"/v1/messages/{env['id']}/trace")
@@ -98,7 +87,7 @@ async def test_a_receipt_says_whether_it_verifies_and_where_its_message_is(
 ) -> None:
     client, (world, alice, bob, _carol) = gateway_client, trio
     env = alice.envelope(bob.address, {"text": "a receipt"})
-    receipt = (await _send(client, alice, env))["receipt"]
+    receipt = (await post_envelope(client, alice, env))["receipt"]
 
     found = await _get(client, bob, f"/v1/receipts/{receipt['id']}")
     assert (found["receipt"]["msg_id"], found["verified"]) == (env["id"], True)
@@ -118,12 +107,7 @@ async def test_a_task_requests_trace_shows_its_state_changes(
 ) -> None:
     client, (_world, alice, bob, _carol) = gateway_client, trio
     env = alice.task_request(bob.address, "review-1", {"instructions": "review the patch"})
-    reply = await client.post(
-        "/v1/tasks",
-        content=canonical_json(alice.sign(env)),
-        headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
+    await post_envelope(client, alice, env, "/v1/tasks")
     await _receive(client, bob, env["id"])
 
     trace = await _get(client, alice, f"/v1/messages/{env['id']}/trace")
@@ -142,7 +126,7 @@ async def test_only_the_parties_see_a_trace_a_receipt_or_a_trace_id(
 ) -> None:
     client, (_world, alice, bob, carol) = gateway_client, trio
     env = alice.envelope(bob.address, {"text": "for bob only"})
-    receipt = (await _send(client, alice, env))["receipt"]
+    receipt = (await post_envelope(client, alice, env))["receipt"]
     trace_id = (await _get(client, alice, f"/v1/messages/{env['id']}"))["trace_id"]
     other_world = await make_world(gateway, "globex")
     mallory = await enroll(client, other_world, "mallory")

@@ -130,15 +130,24 @@ async def enroll(client: httpx.AsyncClient, world: World, name: str, **extra: An
     return agent
 
 
+async def post_envelope(
+    client: httpx.AsyncClient, sender: SimAgent, env: dict[str, Any], route: str = "/v1/messages"
+) -> dict[str, Any]:
+    """Sign ``env`` as ``sender`` and post it; the 202 answer (receipt, message, task)."""
+    reply = await client.post(
+        route,
+        content=canonical_json(sender.sign(env)),
+        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert reply.status_code == 202, reply.text
+    answer: dict[str, Any] = reply.json()
+    return answer
+
+
 async def send_message(
     client: httpx.AsyncClient, sender: SimAgent, to: SimAgent, data: dict[str, Any]
 ) -> str:
     """Send one signed message through ``POST /v1/messages``; its id (``msg_...``)."""
-    env = sender.sign(sender.envelope(to.address, data))
-    reply = await client.post(
-        "/v1/messages",
-        content=canonical_json(env),
-        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
+    env = sender.envelope(to.address, data)
+    await post_envelope(client, sender, env)
     return str(env["id"])
