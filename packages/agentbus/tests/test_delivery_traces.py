@@ -168,3 +168,50 @@ def test_a_timeline_is_in_time_order_and_its_latencies_add_up(offsets: list[int 
     latencies = [e["latency_ms"] for e in events[1:]]
     assert all(latency >= 0 for latency in latencies)
     assert sum(latencies) == max(present, default=0)
+
+
+async def test_operators_list_dead_letters_and_page_through_a_recipients_messages(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob, _carol) = gateway_client, trio
+    envs = [alice.envelope(bob.address, {"text": f"n{n}"}) for n in range(3)]
+    for env in envs:
+        await post_envelope(client, alice, env)
+    reply = await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
+    poison = next(d for d in reply.json()["deliveries"] if d["msg_id"] == envs[1]["id"])
+    term = {
+        "msg_id": poison["msg_id"],
+        "ack_token": poison["ack_token"],
+        "reason": "schema_unknown",
+    }
+    reply = await client.post("/v1/inbox/term", json={"terms": [term]}, headers=bob.headers())
+    assert reply.status_code == 200, reply.text
+    operator = {"Authorization": f"Bearer {world.token}"}
+
+    async def listed(**params: Any) -> Json:
+        reply = await client.get("/v1/messages", params=params, headers=operator)
+        assert reply.status_code == 200, reply.text
+        return dict(reply.json())
+
+    [dead] = (await listed(status="dead_lettered"))["items"]
+    assert (dead["id"], dead["dlq_reason"]) == (
+        envs[1]["id"],
+        "rejected_by_recipient:schema_unknown",
+    )
+    first = await listed(to=bob.agent_id, limit=2)
+    rest = await listed(to=bob.agent_id, limit=2, cursor=first["next_cursor"])
+    pages = [m["id"] for m in first["items"] + rest["items"]]
+    assert pages == [env["id"] for env in reversed(envs)]
+    assert rest["next_cursor"] is None
+    assert (await listed(**{"from": bob.agent_id}))["items"] == []
+
+    other = await make_world(gateway, "globex")
+    reply = await client.get("/v1/messages", headers={"Authorization": f"Bearer {other.token}"})
+    assert reply.json()["items"] == []
+    for params in ({"status": "lost"}, {"to": "bob"}, {"cursor": "not-a-cursor"}):
+        reply = await client.get("/v1/messages", params=params, headers=operator)
+        assert reply.status_code in (400, 422), (params, reply.text)
+    reply = await client.get("/v1/messages", headers=alice.headers())  # a credential, no token
+    assert reply.status_code == 401, reply.text

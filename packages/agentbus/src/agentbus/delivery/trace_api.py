@@ -1,19 +1,53 @@
-"""Trace routes (04-API-SPEC.md §4.4, §4.5): FastAPI routes, in the OpenAPI document, for the
-sender and recipient of a message (``delivery.traces``)."""
+"""Where messages are (04-API-SPEC.md §4.3-4.5), FastAPI routes in the OpenAPI document
+(``delivery.traces``): traces and receipts for a message's parties, the message list for a
+tenant's operators."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from agentbus.delivery import traces
-from agentbus.gateway.auth import require_agent
+from agentbus.errors import InsufficientScope
+from agentbus.gateway.auth import authenticate_token, require_agent
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.principals import AgentPrincipal
+from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter()
 Party = Annotated[AgentPrincipal, Depends(require_agent())]
+AUDIT_SCOPES = frozenset({"read_audit", "admin"})
+
+
+async def _auditor(request: Request) -> VerifiedToken:
+    token = await authenticate_token(get_gateway(request), request)
+    if not token.scopes & AUDIT_SCOPES:
+        raise InsufficientScope(
+            "listing messages takes 'read_audit' or 'admin'", scope="read_audit"
+        )
+    return token
+
+
+Auditor = Annotated[VerifiedToken, Depends(_auditor)]
+
+
+@router.get("/v1/messages", tags=["messages"])
+async def get_messages(
+    request: Request,
+    token: Auditor,
+    status: str | None = None,
+    sender: Annotated[str | None, Query(alias="from")] = None,
+    recipient: Annotated[str | None, Query(alias="to")] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """The tenant's messages, newest first (metadata and ``dlq_reason``, never payloads),
+    e.g. ``?status=dead_lettered&to=agt_...``."""
+    return await traces.list_messages(
+        get_gateway(request), token, status=status, sender=sender, recipient=recipient,
+        limit=limit, cursor=cursor,
+    )  # fmt: skip
 
 
 @router.get("/v1/messages/{msg_id}/trace", tags=["messages"])

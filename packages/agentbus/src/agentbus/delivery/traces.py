@@ -1,6 +1,8 @@
-"""Where a message has been (04-API-SPEC §4.4, §4.5): its trace, one receipt, and the messages
-that share a trace id; for the message's sender and recipient only (AB-8002 for anyone else, as
-for a message that does not exist).
+"""Where messages are (04-API-SPEC §4.3-4.5). For a message's sender and recipient only
+(AB-8002 for anyone else, as for a message that does not exist): its trace, one receipt, and the
+messages that share a trace id. For a tenant's operators (an integration token with
+``read_audit`` or ``admin``): its messages, newest first, filtered by status, sender and
+recipient, to find dead letters and why.
 
 The data model keeps the full timeline of a message in ClickHouse ``events``, which this
 deployment does not run, so traces answer from PostgreSQL (``"source": "postgres"``): the steps
@@ -21,7 +23,9 @@ from platformkit.db.scope import tenant_transaction
 
 from agentbus.db import SCOPE
 from agentbus.delivery import store as delivery_store
-from agentbus.errors import NotFound
+from agentbus.delivery.domain import Status
+from agentbus.errors import NotFound, RequestInvalid
+from agentbus.gateway import cursors
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.messages import find_party_message, message_id_of
 from agentbus.gateway.principals import AgentPrincipal
@@ -29,12 +33,15 @@ from agentbus.gateway.receipts import find_kid, receipt_view
 from agentbus.gateway.store import messages, receipts
 from agentbus.gateway.views import message_view, ts
 from agentbus.ids import InvalidId, format_id, parse_id
+from agentbus.store.integration_tokens import VerifiedToken
 from agentbus.tasks import store as task_store
 from agentbus.tasks.domain import REQUEST_TYPE
 
 Row = dict[str, Any]
 SOURCE = "postgres"
 TRACE_MESSAGES_MAX = 1000
+LIST_MAX = 200
+LIST_CURSOR = "ml"
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -139,3 +146,41 @@ async def read_trace_messages(gw: Gateway, who: AgentPrincipal, trace_id: str) -
             conn, who.tenant_id, trace_id, who.agent_id, TRACE_MESSAGES_MAX
         )
     return {"trace_id": trace_id, "messages": [message_view(row) for row in rows]}
+
+
+def _agent_filter(name: str, text: str | None) -> Any:
+    try:
+        return None if text is None else parse_id("agt", text)
+    except InvalidId as exc:
+        raise RequestInvalid(f"{name} takes an agent id (agt_...)", field=name) from exc
+
+
+async def list_messages(
+    gw: Gateway,
+    token: VerifiedToken,
+    *,
+    status: str | None = None,
+    sender: str | None = None,
+    recipient: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """``GET /v1/messages``: metadata and ``dlq_reason``, newest first, a page at a time; a
+    token bound to a workspace sees that workspace's messages only."""
+    if status is not None and status not in set(Status):
+        raise RequestInvalid(f"status takes one of {', '.join(Status)}", field="status")
+    filters = {
+        "workspace_id": token.workspace_id,
+        "status": status,
+        "from_agent_id": _agent_filter("from", sender),
+        "to_agent_id": _agent_filter("to", recipient),
+    }
+    limit, before = max(1, min(limit, LIST_MAX)), cursors.decode(LIST_CURSOR, cursor)
+    async with tenant_transaction(gw.pool, SCOPE, token.tenant_id) as conn:
+        rows = await messages.list_messages(
+            conn, token.tenant_id, filters=filters, before=before, limit=limit
+        )
+    return {
+        "items": [{**message_view(row), "dlq_reason": row["dlq_reason"]} for row in rows],
+        "next_cursor": cursors.after_page(LIST_CURSOR, rows, limit),
+    }

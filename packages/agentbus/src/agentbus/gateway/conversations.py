@@ -9,26 +9,25 @@ Participants, counts and ``last_message_at`` are the trigger's; nothing here wri
 
 from __future__ import annotations
 
-import json
 import uuid
-from datetime import datetime
 from typing import Any
 
 from platformkit.db.scope import Conn, tenant_transaction
 
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound
+from agentbus.gateway import cursors
 from agentbus.gateway.addressing import Sender
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.errors import ConversationConflict, CursorInvalid, NotAParticipant
+from agentbus.gateway.errors import ConversationConflict, NotAParticipant
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store import conversations as store
 from agentbus.gateway.store import messages
 from agentbus.gateway.views import conversation_view, message_view
-from agentbus.gateway.wire import b64url_decode, b64url_encode
 from agentbus.ids import InvalidId, parse_id
 
 MAX_LIMIT = 200
+CURSOR_KIND = "cm"
 
 
 def admit(row: dict[str, Any], sender: Sender, recipient: dict[str, Any]) -> dict[str, Any]:
@@ -103,30 +102,17 @@ async def list_conversations(
     return {"items": items, "next_cursor": None}
 
 
-def _cursor(row: dict[str, Any]) -> str:
-    return b64url_encode(json.dumps(["cm", row["accepted_at"].isoformat(), row["id"].hex]).encode())
-
-
-def _after(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
-    if cursor is None:
-        return None
-    try:
-        kind, at, hex_id = json.loads(b64url_decode(cursor))
-        if kind != "cm":
-            raise ValueError(kind)
-        return datetime.fromisoformat(at), uuid.UUID(hex=hex_id)
-    except (ValueError, TypeError) as exc:
-        raise CursorInvalid("this cursor was not made by this endpoint") from exc
-
-
 async def list_conversation_messages(
     gw: Gateway, principal: AgentPrincipal, text: str, *, limit: int = 50, cursor: str | None = None
 ) -> dict[str, Any]:
     """Message metadata, oldest first, a page at a time."""
     tid = principal.tenant_id
-    limit, after = max(1, min(limit, MAX_LIMIT)), _after(cursor)
+    limit, after = max(1, min(limit, MAX_LIMIT)), cursors.decode(CURSOR_KIND, cursor)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
         row = await _visible(conn, principal, text)
         rows = await messages.conversation_messages(conn, tid, row["id"], after=after, limit=limit)
-    next_cursor = _cursor(rows[-1]) if len(rows) == limit else None
+    last = rows[-1] if len(rows) == limit else None
+    next_cursor = (
+        None if last is None else cursors.encode(CURSOR_KIND, last["accepted_at"], last["id"])
+    )
     return {"items": [message_view(r) for r in rows], "next_cursor": next_cursor}

@@ -181,3 +181,33 @@ async def by_trace(
         (tenant_id, trace_id, agent_id, agent_id, limit),
     )
     return await cur.fetchall()
+
+
+async def list_messages(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    *,
+    filters: dict[str, Any],
+    before: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[Row]:
+    """Newest first, with the recipient's ``dlq_reason``; ``filters`` holds any of
+    ``workspace_id``, ``status``, ``from_agent_id`` and ``to_agent_id``, and ``before`` the
+    (accepted_at, id) of the last row of the previous page."""
+    where = ["m.tenant_id = %s"]
+    params: list[Any] = [tenant_id]
+    for column in ("workspace_id", "status", "from_agent_id", "to_agent_id"):
+        if filters.get(column) is not None:
+            where.append(f"m.{column} = %s")  # column names from the tuple above, never input
+            params.append(filters[column])
+    if before is not None:
+        where.append("(m.accepted_at, m.id) < (%s, %s)")
+        params.extend(before)
+    cur = await conn.execute(
+        f"""SELECT {_COLUMNS}, d.dlq_reason FROM messages m {_ADDRESSES}
+            LEFT JOIN delivery_state d ON d.msg_id = m.id AND d.agent_id = m.to_agent_id
+            WHERE {" AND ".join(where)}
+            ORDER BY m.accepted_at DESC, m.id DESC LIMIT %s""",
+        (*params, limit),
+    )
+    return await cur.fetchall()
