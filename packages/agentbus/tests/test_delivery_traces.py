@@ -9,12 +9,16 @@ from typing import Any
 
 import httpx
 import pytest
+from agentbus.actions import tokens, workspaces
+from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
+from agentbus.store import plans
+from agentbus.store.integration_tokens import verify_integration_token
 from hypothesis import given
 from hypothesis import strategies as st
 from platformkit.db.scope import tenant_transaction
@@ -215,3 +219,44 @@ async def test_operators_list_dead_letters_and_page_through_a_recipients_message
         assert reply.status_code in (400, 422), (params, reply.text)
     reply = await client.get("/v1/messages", headers=alice.headers())  # a credential, no token
     assert reply.status_code == 401, reply.text
+
+
+async def test_operators_read_a_trace_and_a_receipt_within_their_reach(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent, SimAgent],
+) -> None:
+    client, (world, alice, bob, _carol) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "seen by the operators"})
+    receipt = (await post_envelope(client, alice, env))["receipt"]
+    owner = (await verify_integration_token(gateway.pool, world.token)).owner_user_id
+    as_owner = Ctx(gateway.pool, Actor.user(world.tenant_id, owner))
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        await plans.override_limits(conn, world.tenant_id, {"workspaces": 2})
+    other = await workspaces.create_workspace(
+        as_owner, world.tenant_id, slug="other", display_name="other"
+    )
+
+    async def token(name: str, scopes: list[str], workspace: Any = None) -> dict[str, str]:
+        issued = await tokens.create_integration_token(
+            as_owner, world.tenant_id, owner_user_id=owner, name=name, scopes=scopes,
+            workspace_id=workspace,
+        )  # fmt: skip
+        return {"Authorization": f"Bearer {issued.plaintext}"}
+
+    auditor = await token("auditor", ["read_audit"])
+    elsewhere = await token("elsewhere", ["read_audit"], other["id"])
+    sender_only = await token("sender", ["send"])
+    trace_path, receipt_path = f"/v1/messages/{env['id']}/trace", f"/v1/receipts/{receipt['id']}"
+
+    reply = await client.get(trace_path, headers=auditor)
+    assert reply.json()["message"]["id"] == env["id"], reply.text
+    reply = await client.get(receipt_path, headers=auditor)
+    assert reply.json()["verified"] is True, reply.text
+    for path in (trace_path, receipt_path):  # a token of another workspace
+        reply = await client.get(path, headers=elsewhere)
+        assert (reply.status_code, reply.json()["code"]) == (404, "AB-8002"), reply.text
+    reply = await client.get("/v1/messages", headers=elsewhere)
+    assert reply.json()["items"] == [], reply.text
+    reply = await client.get(trace_path, headers=sender_only)
+    assert (reply.status_code, reply.json()["code"]) == (403, "AB-1007"), reply.text

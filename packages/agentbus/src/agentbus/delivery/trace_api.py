@@ -1,6 +1,6 @@
 """Where messages are (04-API-SPEC.md §4.3-4.5), FastAPI routes in the OpenAPI document
-(``delivery.traces``): traces and receipts for a message's parties, the message list for a
-tenant's operators."""
+(``delivery.traces``): traces and receipts for a message's parties and the tenant's operators,
+trace ids for the parties, the message list for operators."""
 
 from __future__ import annotations
 
@@ -10,7 +10,12 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from agentbus.delivery import traces
 from agentbus.errors import InsufficientScope
-from agentbus.gateway.auth import authenticate_token, require_agent
+from agentbus.gateway.auth import (
+    authenticate_agent,
+    authenticate_token,
+    bearer_of,
+    require_agent,
+)
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.store.integration_tokens import VerifiedToken
@@ -24,12 +29,22 @@ async def _auditor(request: Request) -> VerifiedToken:
     token = await authenticate_token(get_gateway(request), request)
     if not token.scopes & AUDIT_SCOPES:
         raise InsufficientScope(
-            "listing messages takes 'read_audit' or 'admin'", scope="read_audit"
+            "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
         )
     return token
 
 
 Auditor = Annotated[VerifiedToken, Depends(_auditor)]
+
+
+async def _reader(request: Request) -> traces.Reader:
+    """An operator's integration token, or an agent credential (a party, judged per message)."""
+    if bearer_of(request).startswith("ab_"):
+        return await _auditor(request)
+    return await authenticate_agent(get_gateway(request), request)
+
+
+Reader = Annotated[traces.Reader, Depends(_reader)]
 
 
 @router.get("/v1/messages", tags=["messages"])
@@ -51,13 +66,13 @@ async def get_messages(
 
 
 @router.get("/v1/messages/{msg_id}/trace", tags=["messages"])
-async def get_trace(request: Request, msg_id: str, who: Party) -> dict[str, Any]:
+async def get_trace(request: Request, msg_id: str, who: Reader) -> dict[str, Any]:
     """Where a message has been: its current state, receipts and the steps its rows prove."""
     return await traces.read_trace(get_gateway(request), who, msg_id)
 
 
 @router.get("/v1/receipts/{receipt_id}", tags=["messages"])
-async def get_receipt(request: Request, receipt_id: str, who: Party) -> dict[str, Any]:
+async def get_receipt(request: Request, receipt_id: str, who: Reader) -> dict[str, Any]:
     """A receipt, whether it verifies against the platform's keys, and its message's status."""
     return await traces.read_receipt(get_gateway(request), who, receipt_id)
 

@@ -1,8 +1,8 @@
-"""Where messages are (04-API-SPEC §4.3-4.5). For a message's sender and recipient only
-(AB-8002 for anyone else, as for a message that does not exist): its trace, one receipt, and the
-messages that share a trace id. For a tenant's operators (an integration token with
-``read_audit`` or ``admin``): its messages, newest first, filtered by status, sender and
-recipient, to find dead letters and why.
+"""Where messages are (04-API-SPEC §4.3-4.5). A message's trace and receipts are for its sender
+and recipient, and for the operators of its tenant (an integration token with ``read_audit`` or
+``admin``); AB-8002 for anyone else, as for a message that does not exist. The messages of a
+trace id are for the agents that sent or received them. The tenant's message list, newest first
+and filtered by status, sender and recipient (to find dead letters and why), is for operators.
 
 The data model keeps the full timeline of a message in ClickHouse ``events``, which this
 deployment does not run, so traces answer from PostgreSQL (``"source": "postgres"``): the steps
@@ -27,7 +27,7 @@ from agentbus.delivery.domain import Status
 from agentbus.errors import NotFound, RequestInvalid
 from agentbus.gateway import cursors
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.messages import find_party_message, message_id_of
+from agentbus.gateway.messages import find_visible_message, message_id_of
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.receipts import find_kid, receipt_view
 from agentbus.gateway.store import messages, receipts
@@ -93,11 +93,14 @@ def delivery_view(delivery: Row | None) -> dict[str, Any] | None:
     }
 
 
-async def read_trace(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str, Any]:
+Reader = AgentPrincipal | VerifiedToken
+
+
+async def read_trace(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:
     """``GET /v1/messages/{msg}/trace``."""
     msg_id = message_id_of(text)
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
-        row = await find_party_message(conn, who, msg_id)
+        row = await find_visible_message(conn, who, msg_id)
         issued = await receipts.receipts_of(conn, who.tenant_id, msg_id)
         delivery = None
         if row["to_agent_id"] is not None:
@@ -114,7 +117,7 @@ async def read_trace(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str, A
     }
 
 
-async def read_receipt(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str, Any]:
+async def read_receipt(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:
     """``GET /v1/receipts/{rcp}``: the receipt, whether its signature checks against the
     platform's keys, and its message's current status."""
     try:
@@ -126,7 +129,7 @@ async def read_receipt(gw: Gateway, who: AgentPrincipal, text: str) -> dict[str,
         if row is None:
             raise NotFound(f"no receipt {text}")
         try:
-            message = await find_party_message(conn, who, row["msg_id"])
+            message = await find_visible_message(conn, who, row["msg_id"])
         except NotFound as exc:
             raise NotFound(f"no receipt {text}") from exc
     kid = find_kid(gw.signing, row)

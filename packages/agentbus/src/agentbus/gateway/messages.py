@@ -17,6 +17,7 @@ from agentbus.gateway.publish import rebuild_envelope
 from agentbus.gateway.store import messages
 from agentbus.gateway.views import message_view
 from agentbus.ids import InvalidId, format_id, parse_id
+from agentbus.store.integration_tokens import VerifiedToken
 
 
 def message_id_of(text: str) -> uuid.UUID:
@@ -27,13 +28,18 @@ def message_id_of(text: str) -> uuid.UUID:
         raise NotFound(f"no message {text}") from exc
 
 
-async def find_party_message(
-    conn: Conn, principal: AgentPrincipal, msg_id: uuid.UUID
+async def find_visible_message(
+    conn: Conn, reader: AgentPrincipal | VerifiedToken, msg_id: uuid.UUID
 ) -> dict[str, Any]:
-    """The message if the caller sent or received it; AB-8002 otherwise, exactly as for a
-    message that does not exist, so nobody learns of others' messages."""
-    row = await messages.find_message(conn, principal.tenant_id, msg_id)
-    if row is None or principal.agent_id not in (row["from_agent_id"], row["to_agent_id"]):
+    """The message if the reader may see it: an agent that sent or received it, or an
+    operator's token of its tenant (and of its workspace, for a token bound to one). AB-8002
+    otherwise, exactly as for a message that does not exist, so nobody learns of others'."""
+    row = await messages.find_message(conn, reader.tenant_id, msg_id)
+    if isinstance(reader, AgentPrincipal):
+        visible = row is not None and reader.agent_id in (row["from_agent_id"], row["to_agent_id"])
+    else:
+        visible = row is not None and reader.workspace_id in (None, row["workspace_id"])
+    if row is None or not visible:
         raise NotFound(f"no message {format_id('msg', msg_id)}")
     return row
 
@@ -43,7 +49,7 @@ async def read_message(
 ) -> dict[str, Any]:
     msg_id = message_id_of(text)
     async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
-        row = await find_party_message(conn, principal, msg_id)
+        row = await find_visible_message(conn, principal, msg_id)
     body = message_view(row)
     if envelope:
         body["envelope"] = rebuild_envelope(row, await load_payload(gw, row))
