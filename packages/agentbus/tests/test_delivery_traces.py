@@ -221,7 +221,7 @@ async def test_operators_list_dead_letters_and_page_through_a_recipients_message
     assert reply.status_code == 401, reply.text
 
 
-async def test_operators_read_a_trace_and_a_receipt_within_their_reach(
+async def test_operators_read_traces_and_receipts_within_their_reach(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
     trio: tuple[World, SimAgent, SimAgent, SimAgent],
@@ -258,5 +258,9 @@ async def test_operators_read_a_trace_and_a_receipt_within_their_reach(
         assert (reply.status_code, reply.json()["code"]) == (404, "AB-8002"), reply.text
     reply = await client.get("/v1/messages", headers=elsewhere)
     assert reply.json()["items"] == [], reply.text
+    trace_id = (await client.get(trace_path, headers=auditor)).json()["message"]["trace_id"]
+    for headers, seen in ((auditor, True), (elsewhere, False)):
+        reply = await client.get(f"/v1/traces/{trace_id}", headers=headers)
+        assert (env["id"] in [m["id"] for m in reply.json()["messages"]]) is seen, reply.text
     reply = await client.get(trace_path, headers=sender_only)
     assert (reply.status_code, reply.json()["code"]) == (403, "AB-1007"), reply.text

@@ -1,6 +1,6 @@
 """Where messages are (04-API-SPEC.md §4.3-4.5), FastAPI routes in the OpenAPI document
-(``delivery.traces``): traces and receipts for a message's parties and the tenant's operators,
-trace ids for the parties, the message list for operators."""
+(``delivery.traces``): traces, receipts and trace ids for a message's parties and the tenant's
+operators, the message list for operators."""
 
 from __future__ import annotations
 
@@ -14,14 +14,11 @@ from agentbus.gateway.auth import (
     authenticate_agent,
     authenticate_token,
     bearer_of,
-    require_agent,
 )
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.principals import AgentPrincipal
 from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter()
-Party = Annotated[AgentPrincipal, Depends(require_agent())]
 AUDIT_SCOPES = frozenset({"read_audit", "admin"})
 
 
@@ -78,6 +75,6 @@ async def get_receipt(request: Request, receipt_id: str, who: Reader) -> dict[st
 
 
 @router.get("/v1/traces/{trace_id}", tags=["messages"])
-async def get_trace_messages(request: Request, trace_id: str, who: Party) -> dict[str, Any]:
-    """The caller's messages that share a trace id, oldest first."""
+async def get_trace_messages(request: Request, trace_id: str, who: Reader) -> dict[str, Any]:
+    """The messages that share a trace id and the caller may see, oldest first."""
     return await traces.read_trace_messages(get_gateway(request), who, trace_id)

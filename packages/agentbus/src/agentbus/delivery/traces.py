@@ -1,8 +1,9 @@
 """Where messages are (04-API-SPEC §4.3-4.5). A message's trace and receipts are for its sender
 and recipient, and for the operators of its tenant (an integration token with ``read_audit`` or
 ``admin``); AB-8002 for anyone else, as for a message that does not exist. The messages of a
-trace id are for the agents that sent or received them. The tenant's message list, newest first
-and filtered by status, sender and recipient (to find dead letters and why), is for operators.
+trace id: an agent sees those it sent or received, an operator those of its tenant. The tenant's
+message list, newest first and filtered by status, sender and recipient (to find dead letters
+and why), is for operators.
 
 The data model keeps the full timeline of a message in ClickHouse ``events``, which this
 deployment does not run, so traces answer from PostgreSQL (``"source": "postgres"``): the steps
@@ -140,14 +141,20 @@ async def read_receipt(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:
     }
 
 
-async def read_trace_messages(gw: Gateway, who: AgentPrincipal, trace_id: str) -> dict[str, Any]:
-    """``GET /v1/traces/{trace_id}``: the caller's messages of one trace, oldest first."""
+async def read_trace_messages(gw: Gateway, who: Reader, trace_id: str) -> dict[str, Any]:
+    """``GET /v1/traces/{trace_id}``: the messages of one trace the reader may see (an agent's
+    own, or those of an operator's tenant or workspace), oldest first."""
     if not _TRACE_ID.match(trace_id):
         raise NotFound(f"no trace {trace_id}")
+    if isinstance(who, AgentPrincipal):
+        party, workspace_id = who.agent_id, None
+    else:
+        party, workspace_id = None, who.workspace_id
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
         rows = await messages.by_trace(
-            conn, who.tenant_id, trace_id, who.agent_id, TRACE_MESSAGES_MAX
-        )
+            conn, who.tenant_id, trace_id, party=party, workspace_id=workspace_id,
+            limit=TRACE_MESSAGES_MAX,
+        )  # fmt: skip
     return {"trace_id": trace_id, "messages": [message_view(row) for row in rows]}
 
 

@@ -171,15 +171,24 @@ async def dead_letter_unpublished(conn: Conn, tenant_id: uuid.UUID, row: Row, re
 
 
 async def by_trace(
-    conn: Conn, tenant_id: uuid.UUID, trace_id: str, agent_id: uuid.UUID, limit: int
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    trace_id: str,
+    *,
+    party: uuid.UUID | None,
+    workspace_id: uuid.UUID | None,
+    limit: int,
 ) -> list[Row]:
-    """Messages of a trace that ``agent_id`` sent or received, oldest first (``messages_trace``)."""
+    """Messages of a trace, oldest first (``messages_trace``): those ``party`` sent or received
+    when it is given, those of ``workspace_id`` when it is given."""
     cur = await conn.execute(
-        f"""{SELECT} WHERE m.tenant_id = %s AND m.trace_id = %s
-              AND (m.from_agent_id = %s OR m.to_agent_id = %s)
-            ORDER BY m.accepted_at, m.id LIMIT %s""",
-        (tenant_id, trace_id, agent_id, agent_id, limit),
-    )
+        f"""{SELECT} WHERE m.tenant_id = %(tenant)s AND m.trace_id = %(trace)s
+              AND (%(party)s::uuid IS NULL OR %(party)s IN (m.from_agent_id, m.to_agent_id))
+              AND (%(ws)s::uuid IS NULL OR m.workspace_id = %(ws)s)
+            ORDER BY m.accepted_at, m.id LIMIT %(limit)s""",
+        {"tenant": tenant_id, "trace": trace_id, "party": party, "ws": workspace_id,
+         "limit": limit},
+    )  # fmt: skip
     return await cur.fetchall()
 
 
