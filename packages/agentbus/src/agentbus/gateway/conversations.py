@@ -111,8 +111,5 @@ async def list_conversation_messages(
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
         row = await _visible(conn, principal, text)
         rows = await messages.conversation_messages(conn, tid, row["id"], after=after, limit=limit)
-    last = rows[-1] if len(rows) == limit else None
-    next_cursor = (
-        None if last is None else cursors.encode(CURSOR_KIND, last["accepted_at"], last["id"])
-    )
+    next_cursor = cursors.after_page(CURSOR_KIND, rows, limit)
     return {"items": [message_view(r) for r in rows], "next_cursor": next_cursor}

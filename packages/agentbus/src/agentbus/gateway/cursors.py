@@ -32,7 +32,8 @@ def decode(kind: str, cursor: str | None) -> Position | None:
 
 
 def after_page(kind: str, rows: list[dict[str, Any]], limit: int) -> str | None:
-    """The cursor of the page after ``rows``; None when they did not fill a page."""
-    if len(rows) < limit or not rows:
+    """The cursor of the page after ``rows`` (``limit`` >= 1); None when they did not fill a
+    page."""
+    if len(rows) < limit:
         return None
     return encode(kind, rows[-1]["accepted_at"], rows[-1]["id"])
