@@ -1,6 +1,7 @@
 """Traces through the app, on real PostgreSQL and NATS (04-API-SPEC §4.4, §4.5): a message's
 steps from send to read, a task request's state changes, receipts that verify, the messages of
-a trace id; and nothing of it for anyone but the message's sender and recipient."""
+a trace id; and nothing of it for anyone but the message's sender and recipient and the
+tenant's operators, whose reads of a payload are audited."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from agentbus.gateway.wire import format_ts
-from agentbus.ids import parse_id
+from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
+from agentbus.store.audit_actions import list_audit_actions
 from agentbus.store.integration_tokens import verify_integration_token
 from hypothesis import given
 from hypothesis import strategies as st
@@ -221,7 +223,7 @@ async def test_operators_list_dead_letters_and_page_through_a_recipients_message
     assert reply.status_code == 401, reply.text
 
 
-async def test_operators_read_traces_and_receipts_within_their_reach(
+async def test_operators_read_messages_traces_and_receipts_within_their_reach(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
     trio: tuple[World, SimAgent, SimAgent, SimAgent],
@@ -264,3 +266,23 @@ async def test_operators_read_traces_and_receipts_within_their_reach(
         assert (env["id"] in [m["id"] for m in reply.json()["messages"]]) is seen, reply.text
     reply = await client.get(trace_path, headers=sender_only)
     assert (reply.status_code, reply.json()["code"]) == (403, "AB-1007"), reply.text
+
+    message_path = f"/v1/messages/{env['id']}"
+    reply = await client.get(message_path, headers=auditor)
+    assert (reply.json()["id"], "envelope" in reply.json()) == (env["id"], False), reply.text
+    assert await _payload_views(gateway, world) == []  # metadata is not a payload read
+    reply = await client.get(message_path, params={"include": "envelope"}, headers=auditor)
+    assert reply.json()["envelope"]["data"] == env["data"], reply.text
+    [view] = await _payload_views(gateway, world)
+    assert (view["target_id"], view["actor_id"]) == (env["id"], format_id("usr", owner))
+    assert view["details"]["token_id"].startswith("tok_")
+    for headers, status in ((elsewhere, 404), (sender_only, 403)):
+        reply = await client.get(message_path, params={"include": "envelope"}, headers=headers)
+        assert reply.status_code == status, reply.text
+    assert len(await _payload_views(gateway, world)) == 1
+
+
+async def _payload_views(gateway: Gateway, world: World) -> list[Json]:
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        rows = await list_audit_actions(conn, world.tenant_id)
+    return [row for row in rows if row["action"] == "message.view_payload"]

@@ -9,39 +9,23 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from agentbus.delivery import traces
-from agentbus.errors import InsufficientScope
-from agentbus.gateway.auth import (
-    authenticate_agent,
-    authenticate_token,
-    bearer_of,
-)
+from agentbus.gateway import auth
 from agentbus.gateway.context import get_gateway
 from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter()
-AUDIT_SCOPES = frozenset({"read_audit", "admin"})
 
 
 async def _auditor(request: Request) -> VerifiedToken:
-    token = await authenticate_token(get_gateway(request), request)
-    if not token.scopes & AUDIT_SCOPES:
-        raise InsufficientScope(
-            "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
-        )
-    return token
+    return await auth.authenticate_auditor(get_gateway(request), request)
+
+
+async def _reader(request: Request) -> auth.Reader:
+    return await auth.authenticate_reader(get_gateway(request), request)
 
 
 Auditor = Annotated[VerifiedToken, Depends(_auditor)]
-
-
-async def _reader(request: Request) -> traces.Reader:
-    """An operator's integration token, or an agent credential (a party, judged per message)."""
-    if bearer_of(request).startswith("ab_"):
-        return await _auditor(request)
-    return await authenticate_agent(get_gateway(request), request)
-
-
-Reader = Annotated[traces.Reader, Depends(_reader)]
+Reader = Annotated[auth.Reader, Depends(_reader)]
 
 
 @router.get("/v1/messages", tags=["messages"])

@@ -27,6 +27,7 @@ from agentbus.delivery import store as delivery_store
 from agentbus.delivery.domain import Status
 from agentbus.errors import NotFound, RequestInvalid
 from agentbus.gateway import cursors
+from agentbus.gateway.auth import Reader
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.messages import find_visible_message, message_id_of
 from agentbus.gateway.principals import AgentPrincipal
@@ -92,9 +93,6 @@ def delivery_view(delivery: Row | None) -> dict[str, Any] | None:
         "nak_until": ts(delivery["nak_until"]),
         "dlq_reason": delivery["dlq_reason"],
     }
-
-
-Reader = AgentPrincipal | VerifiedToken
 
 
 async def read_trace(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The agent hot path for sending (plain Starlette routes, outside OpenAPI): ``POST
 /v1/messages`` (04-API-SPEC §4.1), ``POST /v1/messages/batch`` (§4.7) and ``GET
-/v1/messages/{msg}`` (§4.3, for the parties).
+/v1/messages/{msg}`` (§4.3, for the parties and the tenant's operators).
 
 ``read_send_body`` and ``send_response`` are what the typed task routes reuse: authenticate
 with ``authenticate_agent(gw, request, "send")``, read the body, call ``send.send_envelope``
@@ -17,7 +17,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentbus.errors import AgentBusError, RequestInvalid
-from agentbus.gateway.auth import authenticate_agent
+from agentbus.gateway.auth import authenticate_agent, authenticate_reader, client_ip
 from agentbus.gateway.bodies import read_capped
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.envelope import BATCH_BODY_MAX, SEND_BODY_MAX, parse_batch_body
@@ -65,12 +65,13 @@ async def post_batch(request: Request) -> Response:
 
 async def get_message(request: Request) -> Response:
     gw = get_gateway(request)
-    principal = await authenticate_agent(gw, request)
+    reader = await authenticate_reader(gw, request)
     include = request.query_params.get("include")
     if include not in (None, "envelope"):
         raise RequestInvalid("include takes only 'envelope'", field="include")
+    client = (client_ip(request), request.headers.get("user-agent"))
     body = await read_message(
-        gw, principal, request.path_params["msg_id"], envelope=include == "envelope"
+        gw, reader, request.path_params["msg_id"], envelope=include == "envelope", client=client
     )
     return FastJSONResponse(body)
 

@@ -31,14 +31,24 @@ from agentbus.gateway.principals import AgentPrincipal
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
 
 __all__ = [
+    "AUDIT_SCOPES",
     "AgentPrincipal",
+    "Reader",
     "authenticate_agent",
+    "authenticate_auditor",
+    "authenticate_reader",
     "authenticate_token",
     "bearer_of",
+    "client_ip",
     "principal_from_credential",
     "require_agent",
     "require_token",
 ]
+
+
+AUDIT_SCOPES = frozenset({"read_audit", "admin"})
+Reader = AgentPrincipal | VerifiedToken
+"""Who reads a message: one of its parties, or an operator's token (``authenticate_reader``)."""
 
 
 def bearer_of(conn: HTTPConnection) -> str:
@@ -50,17 +60,34 @@ def bearer_of(conn: HTTPConnection) -> str:
     return value.strip()
 
 
-def _client_ip(conn: HTTPConnection) -> str | None:
+def client_ip(conn: HTTPConnection) -> str | None:
     return conn.client.host if conn.client else None
 
 
 async def authenticate_token(
     gw: Gateway, conn: HTTPConnection, scope: str | None = None
 ) -> VerifiedToken:
-    token = await verify_integration_token(gw.pool, bearer_of(conn), ip=_client_ip(conn))
+    token = await verify_integration_token(gw.pool, bearer_of(conn), ip=client_ip(conn))
     if scope is not None and scope not in token.scopes:
         raise InsufficientScope(f"the token lacks the {scope!r} scope", scope=scope)
     return token
+
+
+async def authenticate_auditor(gw: Gateway, conn: HTTPConnection) -> VerifiedToken:
+    token = await authenticate_token(gw, conn)
+    if not token.scopes & AUDIT_SCOPES:
+        raise InsufficientScope(
+            "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
+        )
+    return token
+
+
+async def authenticate_reader(gw: Gateway, conn: HTTPConnection) -> Reader:
+    """An operator's integration token, or an agent credential (a party, judged per
+    message)."""
+    if bearer_of(conn).startswith("ab_"):
+        return await authenticate_auditor(gw, conn)
+    return await authenticate_agent(gw, conn)
 
 
 async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:

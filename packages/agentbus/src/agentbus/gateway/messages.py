@@ -1,5 +1,9 @@
-"""Reading one message (04-API-SPEC §4.3): metadata for its sender and recipient, and with
-``include=envelope`` the reconstructed, signed envelope with its decrypted ``data``."""
+"""Reading one message (04-API-SPEC §4.3): metadata for its sender and recipient and for the
+tenant's operators, and with ``include=envelope`` the reconstructed, signed envelope with its
+decrypted ``data``. An operator's read of a payload is an elevated action: it writes an
+``audit_actions`` row ``message.view_payload`` in the transaction that found the message, and
+the payload is answered only once that row has committed (a payload that then fails to load
+leaves the row: the attempt is what is recorded)."""
 
 from __future__ import annotations
 
@@ -8,8 +12,11 @@ from typing import Any
 
 from platformkit.db.scope import Conn, tenant_transaction
 
+from agentbus.actions.audit import record_action
+from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound
+from agentbus.gateway.auth import Reader
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.principals import AgentPrincipal
@@ -17,7 +24,8 @@ from agentbus.gateway.publish import rebuild_envelope
 from agentbus.gateway.store import messages
 from agentbus.gateway.views import message_view
 from agentbus.ids import InvalidId, format_id, parse_id
-from agentbus.store.integration_tokens import VerifiedToken
+
+VIEW_PAYLOAD = "message.view_payload"
 
 
 def message_id_of(text: str) -> uuid.UUID:
@@ -28,9 +36,7 @@ def message_id_of(text: str) -> uuid.UUID:
         raise NotFound(f"no message {text}") from exc
 
 
-async def find_visible_message(
-    conn: Conn, reader: AgentPrincipal | VerifiedToken, msg_id: uuid.UUID
-) -> dict[str, Any]:
+async def find_visible_message(conn: Conn, reader: Reader, msg_id: uuid.UUID) -> dict[str, Any]:
     """The message if the reader may see it: an agent that sent or received it, or an
     operator's token of its tenant (and of its workspace, for a token bound to one). AB-8002
     otherwise, exactly as for a message that does not exist, so nobody learns of others'."""
@@ -45,11 +51,26 @@ async def find_visible_message(
 
 
 async def read_message(
-    gw: Gateway, principal: AgentPrincipal, text: str, *, envelope: bool = False
+    gw: Gateway,
+    reader: Reader,
+    text: str,
+    *,
+    envelope: bool = False,
+    client: tuple[str | None, str | None] = (None, None),
 ) -> dict[str, Any]:
+    """``client``: the caller's address and user agent, for the audit row of an operator's
+    payload read."""
     msg_id = message_id_of(text)
-    async with tenant_transaction(gw.pool, SCOPE, principal.tenant_id) as conn:
-        row = await find_visible_message(conn, principal, msg_id)
+    async with tenant_transaction(gw.pool, SCOPE, reader.tenant_id) as conn:
+        row = await find_visible_message(conn, reader, msg_id)
+        if envelope and not isinstance(reader, AgentPrincipal):
+            actor = Actor.user(reader.tenant_id, reader.owner_user_id)
+            ctx = Ctx(gw.pool, actor, ip=client[0], user_agent=client[1])
+            await record_action(
+                conn, ctx, reader.tenant_id, VIEW_PAYLOAD, target_type="message",
+                target_id=format_id("msg", msg_id),
+                details={"token_id": format_id("tok", reader.token_id)},
+            )  # fmt: skip
     body = message_view(row)
     if envelope:
         body["envelope"] = rebuild_envelope(row, await load_payload(gw, row))
