@@ -1,16 +1,23 @@
 """Management-style routes of the gateway (FastAPI, in the OpenAPI document): registration and
-credentials (04-API-SPEC §2.1, §3), conversations (§7) and the JWKS (§1.2)."""
+credentials (04-API-SPEC §2.1, §3), an agent's keys (§2.2, §2.4), conversations (§7) and the
+JWKS (§1.2)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
-from agentbus.gateway import conversations
+from agentbus.gateway import agent_keys, conversations
 from agentbus.gateway.agent_spec import Registration
-from agentbus.gateway.auth import authenticate_agent, require_agent, require_token
+from agentbus.gateway.auth import (
+    Reader,
+    authenticate_agent,
+    authenticate_either,
+    require_agent,
+    require_token,
+)
 from agentbus.gateway.bodies import read_model
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.issuance import ProofBody, issue_credential, refresh_credential
@@ -26,6 +33,13 @@ Agent = Annotated[AgentPrincipal, Depends(require_agent())]
 RegisterToken = Annotated[VerifiedToken, Depends(require_token("register"))]
 AnyToken = Annotated[VerifiedToken, Depends(require_token())]
 Limit = Annotated[int, Query(ge=1, le=200)]
+
+
+async def _either(request: Request) -> Reader:
+    return await authenticate_either(get_gateway(request), request)
+
+
+Either = Annotated[Reader, Depends(_either)]
 
 
 @router.post("/v1/agents", status_code=201, tags=["agents"])
@@ -50,6 +64,27 @@ async def post_refresh(request: Request) -> dict[str, Any]:
     principal = await authenticate_agent(gw, request)
     body = await read_model(request, ProofBody)
     return await refresh_credential(gw, principal, body.proof)
+
+
+@router.get("/v1/agents/{agent_id}/keys", tags=["agents"])
+async def get_agent_keys(request: Request, agent_id: str, who: Either) -> list[dict[str, Any]]:
+    """The agent's keys, oldest first, with their public keys (to verify its signatures)."""
+    return await agent_keys.list_keys(get_gateway(request), who, agent_id)
+
+
+@router.post("/v1/agents/{agent_id}/keys", status_code=201, tags=["agents"])
+async def post_agent_key(request: Request, agent_id: str, agent: Agent) -> JSONResponse:
+    """Add a key (rotation), proven by the new key: 201, or 200 for a key the agent holds."""
+    body = await read_model(request, agent_keys.NewKey)
+    view, added = await agent_keys.add_key(get_gateway(request), agent, agent_id, body)
+    return JSONResponse(view, status_code=201 if added else 200)
+
+
+@router.delete("/v1/agents/{agent_id}/keys/{key_id}", status_code=204, tags=["agents"])
+async def delete_agent_key(request: Request, agent_id: str, key_id: str, who: Either) -> Response:
+    """Revoke a key; never the agent's last usable one."""
+    await agent_keys.revoke_key(get_gateway(request), who, agent_id, key_id)
+    return Response(status_code=204)
 
 
 @router.get("/v1/conversations", tags=["conversations"])

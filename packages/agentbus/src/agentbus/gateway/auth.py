@@ -36,6 +36,7 @@ __all__ = [
     "Reader",
     "authenticate_agent",
     "authenticate_auditor",
+    "authenticate_either",
     "authenticate_reader",
     "authenticate_token",
     "bearer_of",
@@ -73,8 +74,7 @@ async def authenticate_token(
     return token
 
 
-async def authenticate_auditor(gw: Gateway, conn: HTTPConnection) -> VerifiedToken:
-    token = await authenticate_token(gw, conn)
+def _auditor(token: VerifiedToken) -> VerifiedToken:
     if not token.scopes & AUDIT_SCOPES:
         raise InsufficientScope(
             "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
@@ -82,12 +82,22 @@ async def authenticate_auditor(gw: Gateway, conn: HTTPConnection) -> VerifiedTok
     return token
 
 
+async def authenticate_auditor(gw: Gateway, conn: HTTPConnection) -> VerifiedToken:
+    return _auditor(await authenticate_token(gw, conn))
+
+
+async def authenticate_either(gw: Gateway, conn: HTTPConnection) -> Reader:
+    """An integration token (of any scope), or an agent credential."""
+    if bearer_of(conn).startswith("ab_"):
+        return await authenticate_token(gw, conn)
+    return await authenticate_agent(gw, conn)
+
+
 async def authenticate_reader(gw: Gateway, conn: HTTPConnection) -> Reader:
     """An operator's integration token, or an agent credential (a party, judged per
     message)."""
-    if bearer_of(conn).startswith("ab_"):
-        return await authenticate_auditor(gw, conn)
-    return await authenticate_agent(gw, conn)
+    who = await authenticate_either(gw, conn)
+    return _auditor(who) if isinstance(who, VerifiedToken) else who
 
 
 async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:

@@ -53,6 +53,19 @@ async def _proven_key(
     return key_id
 
 
+async def check_token_over_agent(conn: Conn, token: VerifiedToken, agent: dict[str, Any]) -> None:
+    """An integration token acts for an agent when its owner owns the agent or is an admin of
+    the agent's workspace, and the token is not bound to another workspace (AB-1015, AB-1008)."""
+    if token.workspace_id is not None and token.workspace_id != agent["workspace_id"]:
+        raise WorkspaceMismatch("the token is bound to another workspace")
+    if agent["owner_user_id"] != token.owner_user_id:
+        role = await agents.workspace_role(
+            conn, token.tenant_id, agent["workspace_id"], token.owner_user_id
+        )
+        if role != "admin":
+            raise RoleRequired("only the agent's owner or a workspace admin may do this")
+
+
 async def issue_credential(
     gw: Gateway, token: VerifiedToken, agent_ref: str, proof: str
 ) -> dict[str, Any]:
@@ -68,14 +81,7 @@ async def issue_credential(
         agent = await agents.get_agent(conn, tid, agent_id)
         if agent is None or agent["deleted_at"] is not None:
             raise NotFound(f"no agent {agent_ref}")
-        if token.workspace_id is not None and token.workspace_id != agent["workspace_id"]:
-            raise WorkspaceMismatch("the token is bound to another workspace")
-        if agent["owner_user_id"] != token.owner_user_id:
-            role = await agents.workspace_role(
-                conn, tid, agent["workspace_id"], token.owner_user_id
-            )
-            if role != "admin":
-                raise RoleRequired("only the agent's owner or a workspace admin may do this")
+        await check_token_over_agent(conn, token, agent)
         if agent["status"] == "disabled":
             raise AgentDisabled("the agent is disabled")
         key_id = await _proven_key(gw, conn, tid, agent_id, proof)

@@ -113,6 +113,28 @@ async def key_by_public_key(
     return await cur.fetchone()
 
 
+async def keys_of_agent(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, *, lock: bool = False
+) -> list[Row]:
+    """The agent's keys, oldest first; ``lock`` holds them until the transaction ends, so that
+    adding and revoking keys of one agent take turns."""
+    cur = await conn.execute(
+        f"""SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = %s AND agent_id = %s
+            ORDER BY created_at, id {"FOR UPDATE" if lock else ""}""",
+        (tenant_id, agent_id),
+    )
+    return await cur.fetchall()
+
+
+async def revoke_key(conn: Conn, tenant_id: uuid.UUID, key_id: uuid.UUID) -> Row | None:
+    cur = await conn.execute(
+        f"""UPDATE agent_keys SET revoked_at = now()
+            WHERE tenant_id = %s AND id = %s AND revoked_at IS NULL RETURNING {KEY_COLUMNS}""",
+        (tenant_id, key_id),
+    )
+    return await cur.fetchone()
+
+
 async def workspace_by_slug(conn: Conn, tenant_id: uuid.UUID, slug: str) -> Row | None:
     cur = await conn.execute(
         """SELECT id, tenant_id, slug, deleted_at FROM workspaces

@@ -1,0 +1,175 @@
+"""An agent's keys (04-API-SPEC §2.2, §2.4): list them, add one (rotation), revoke one.
+
+A key lives 90 days (``registration.KEY_LIFETIME``); the sidecar adds a new one when a third of
+that is left and signs with it from then on. Old and new are both usable until the old one
+expires or is revoked, so envelopes already signed and queued with the old key still go out.
+
+- Listing: the agent itself, another agent that may see it (conventions §2), or an integration
+  token of its tenant (and workspace, for a token bound to one).
+- Adding: the agent itself, with a credential issued for a key that is still usable, and a key
+  proof by the new key (``sub`` = the agent id, no ``kid``). Adding a key the agent already
+  holds answers that key again (200), so a sidecar that crashed after the gateway took its new
+  key can ask again; a revoked key is not taken back (AB-8008). At most ``MAX_USABLE_KEYS``
+  usable keys at a time (AB-8008).
+- Revoking: the agent itself, or a token of its owner or of an admin of its workspace. The
+  agent's last usable key cannot be revoked (AB-8008): revoke after adding its successor.
+
+Adding and revoking lock the agent's keys, write an ``audit_actions`` row, and take effect on
+every gateway instance within a second (``directory``). AB-8002 for an agent or key the caller
+may not see, as for one that does not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from platformkit.db.scope import Conn, tenant_transaction
+from platformkit.ids import uuid7
+from pydantic import Field
+
+from agentbus.actions.audit import record_action
+from agentbus.actions.context import Actor, Ctx
+from agentbus.db import SCOPE
+from agentbus.errors import NotFound, StateConflict
+from agentbus.gateway.addressing import Sender, visible
+from agentbus.gateway.agent_spec import fingerprint, public_key_of
+from agentbus.gateway.auth import Reader
+from agentbus.gateway.bodies import Body
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.errors import KeyUnusable
+from agentbus.gateway.issuance import check_token_over_agent
+from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.proofs import verify_key_proof
+from agentbus.gateway.registration import KEY_LIFETIME
+from agentbus.gateway.store import agents
+from agentbus.gateway.views import key_view, ts
+from agentbus.gateway.wire import b64url_encode
+from agentbus.ids import InvalidId, format_id, parse_id
+
+MAX_USABLE_KEYS = 5
+Row = dict[str, Any]
+
+
+class NewKey(Body):
+    public_key: str = Field(max_length=64)
+    proof: str = Field(max_length=4096)
+
+
+def usable(key: Row, now: datetime) -> bool:
+    return key["revoked_at"] is None and key["expires_at"] > now
+
+
+def full_key_view(key: Row) -> dict[str, Any]:
+    return {
+        **key_view(key),
+        "created_at": ts(key["created_at"]),
+        "revoked_at": ts(key["revoked_at"]),
+        "public_key": b64url_encode(bytes(key["public_key"])),
+    }
+
+
+def _parse(prefix: str, text: str) -> uuid.UUID:
+    try:
+        return parse_id(prefix, text)
+    except InvalidId as exc:
+        raise NotFound(f"no {'agent' if prefix == 'agt' else 'key'} {text}") from exc
+
+
+async def _agent(conn: Conn, who: Reader, agent_ref: str) -> Row:
+    """The live agent ``agent_ref`` if ``who`` may see it; AB-8002 otherwise."""
+    agent_id = _parse("agt", agent_ref)
+    agent = await agents.get_agent(conn, who.tenant_id, agent_id)
+    if agent is None or agent["deleted_at"] is not None:
+        raise NotFound(f"no agent {agent_ref}")
+    if isinstance(who, AgentPrincipal):
+        sender = Sender(who.tenant_id, who.agent_id, who.workspace_id, who.owner_user_id)
+        seen = who.agent_id == agent_id or visible(agent, sender)
+    else:
+        seen = who.workspace_id in (None, agent["workspace_id"])
+    if not seen:
+        raise NotFound(f"no agent {agent_ref}")
+    return agent
+
+
+def _itself(who: Reader, agent: Row) -> AgentPrincipal:
+    if not isinstance(who, AgentPrincipal) or who.agent_id != agent["id"]:
+        raise NotFound(f"no agent {format_id('agt', agent['id'])}")
+    return who
+
+
+async def list_keys(gw: Gateway, who: Reader, agent_ref: str) -> list[dict[str, Any]]:
+    async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
+        agent = await _agent(conn, who, agent_ref)
+        keys = await agents.keys_of_agent(conn, who.tenant_id, agent["id"])
+    return [full_key_view(key) for key in keys]
+
+
+async def add_key(
+    gw: Gateway, principal: AgentPrincipal, agent_ref: str, body: NewKey
+) -> tuple[dict[str, Any], bool]:
+    """The new key's view, and whether it was added now (False: the agent held it already)."""
+    raw, public = public_key_of(body.public_key)
+    tid, now = principal.tenant_id, datetime.now(UTC)
+    async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
+        agent = await _agent(conn, principal, agent_ref)
+        _itself(principal, agent)
+        keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
+        signing = next((k for k in keys if k["id"] == principal.key_id), None)
+        if signing is None or not usable(signing, now):
+            raise KeyUnusable("the credential's key is revoked or expired; it cannot add keys")
+        verify_key_proof(
+            body.proof, public, subject=format_id("agt", agent["id"]), replay=gw.proofs
+        )
+        held = next((k for k in keys if bytes(k["public_key"]) == raw), None)
+        if held is not None:
+            if held["revoked_at"] is not None:
+                raise StateConflict("this key was revoked; a revoked key is not taken back")
+            return full_key_view(held), False
+        if sum(usable(k, now) for k in keys) >= MAX_USABLE_KEYS:
+            raise StateConflict(
+                f"an agent holds at most {MAX_USABLE_KEYS} usable keys; revoke one first"
+            )
+        key = await agents.insert_key(
+            conn, tid, key_id=uuid7(), agent_id=agent["id"], public_key=raw,
+            fingerprint=fingerprint(raw), spiffe_id=signing["spiffe_id"],
+            expires_at=now + KEY_LIFETIME,
+        )  # fmt: skip
+        await _audit(conn, gw, principal, agent, "agent.key.add", key)
+    return full_key_view(key), True
+
+
+async def revoke_key(gw: Gateway, who: Reader, agent_ref: str, key_ref: str) -> None:
+    tid, now = who.tenant_id, datetime.now(UTC)
+    key_id = _parse("key", key_ref)
+    async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
+        agent = await _agent(conn, who, agent_ref)
+        if isinstance(who, AgentPrincipal):
+            _itself(who, agent)
+        else:
+            await check_token_over_agent(conn, who, agent)
+        keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
+        key = next((k for k in keys if k["id"] == key_id), None)
+        if key is None:
+            raise NotFound(f"no key {key_ref}")
+        if key["revoked_at"] is not None:
+            return  # revoked already: the same end state
+        if not any(usable(k, now) for k in keys if k["id"] != key_id):
+            raise StateConflict("this is the agent's last usable key; add its successor first")
+        revoked = await agents.revoke_key(conn, tid, key_id)
+        assert revoked is not None  # locked above, and not revoked yet
+        await _audit(conn, gw, who, agent, "agent.key.revoke", revoked)
+
+
+async def _audit(conn: Conn, gw: Gateway, who: Reader, agent: Row, action: str, key: Row) -> None:
+    """The agent's owner acts (for the agent itself), or the token's owner; ``via`` says
+    which."""
+    via = "agent" if isinstance(who, AgentPrincipal) else format_id("tok", who.token_id)
+    ctx = Ctx(gw.pool, Actor.user(who.tenant_id, who.owner_user_id))
+    await record_action(
+        conn, ctx, who.tenant_id, action, target_type="agent_key",
+        target_id=format_id("key", key["id"]),
+        details={"agent": format_id("agt", agent["id"]), "via": via,
+                 "fingerprint": key["fingerprint"]},
+    )  # fmt: skip
