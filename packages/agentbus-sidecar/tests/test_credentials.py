@@ -48,6 +48,7 @@ def test_init_writes_a_private_file_with_a_new_key(tmp_path: Path) -> None:
 
 def test_secrets_stay_out_of_repr_and_hints(tmp_path: Path) -> None:
     creds = _init(tmp_path / "c.json", token=TOKEN)
+    creds.next_private_key = private_key_pem(generate_key())
     text = repr(creds)
     assert TOKEN not in text
     assert "PRIVATE" not in text
@@ -112,3 +113,12 @@ def test_malformed_files_are_reported(tmp_path: Path) -> None:
         load_credentials(path)
     with pytest.raises(ConfigError, match="agentbus init"):
         load_credentials(tmp_path / "missing.json")
+
+
+def test_a_rotation_in_progress_survives_a_reload(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    creds = _init(path, token=TOKEN)
+    creds.key_expires_at, creds.next_private_key = "2027-03-01T00:00:00.000Z", "pending"
+    save_credentials(path, creds)
+    loaded = load_credentials(path)
+    assert (loaded.key_expires_at, loaded.next_private_key) == (creds.key_expires_at, "pending")

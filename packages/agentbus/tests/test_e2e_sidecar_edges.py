@@ -4,9 +4,10 @@ request, a message that expires before its recipient comes back, registering aga
 refresh, a reused idempotency key, a cancelled task completed anyway, an envelope in another
 agent's name, ``agentbus doctor``, a delivery altered on the way, a delivery over the unread
 cap, a receipt without a sequence holding its lane, a redelivery after a lost transport ack,
-a transport ack that loses to the expiry sweep, and a sidecar whose clock is ten minutes off
-(run under ``faketime``). Each test has agents of its own (``pair``) on one stack for the
-module; the tests that change the tenant's limits or stop NATS have stacks of their own."""
+a transport ack that loses to the expiry sweep, a sidecar whose clock is ten minutes off
+(run under ``faketime``), and a key rotated near its end, also after a rotation cut short.
+Each test has agents of its own (``pair``) on one stack for the module; the tests that change
+the tenant's limits or stop NATS have stacks of their own."""
 
 from __future__ import annotations
 
@@ -31,9 +32,11 @@ from agentbus.e2e import (
     wait_received,
 )
 from agentbus_sidecar.actions.sending import queue_and_try, send_message
-from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
+from agentbus_sidecar.clock import format_ts, parse_ts, server_now, utcnow
+from agentbus_sidecar.credentials import save_credentials
 from agentbus_sidecar.envelope import MESSAGE, build_envelope, sign_envelope
 from agentbus_sidecar.inbound import REFUSED, accept_deliveries
+from agentbus_sidecar.keys import generate_key, key_proof, private_key_pem, public_key_b64url
 from agentbus_sidecar.runtime import Runtime, open_runtime
 from agentbus_sidecar.store import outbox
 from agentbus_sidecar.sync import flush
@@ -455,3 +458,72 @@ async def test_a_send_dated_ahead_by_a_stale_offset_waits_until_the_gateway_take
     await asyncio.gather(alice.start(), bob.start())
     await wait_received(bob, {first["msg_id"], queued["msg_id"]}, 60, pair.stack)
     assert_exactly_once(bob, [first["msg_id"], queued["msg_id"]])
+
+
+def stored_credentials(sidecar: Sidecar) -> dict[str, Any]:
+    raw: dict[str, Any] = json.loads(sidecar.credentials.read_text())
+    return raw
+
+
+async def test_a_key_near_its_end_is_rotated_by_the_loop_and_the_old_one_revoked(
+    pair: World,
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    await alice.cli("send", bob.address, "signed with the first key")
+    first = stored_credentials(alice)
+    assert parse_ts(first["key_expires_at"]) - utcnow() > timedelta(days=89)
+    raw = {**first, "key_expires_at": format_ts(utcnow() + timedelta(days=29))}
+    alice.credentials.write_text(json.dumps(raw))  # as if sixty-one days had passed
+
+    await alice.start()
+    await bob.start()
+    try:
+
+        async def rotated() -> dict[str, Any] | None:
+            now = stored_credentials(alice)
+            return now if now["key_id"] != first["key_id"] else None
+
+        second = await until(rotated, 30, "the rotated key in credentials.json")
+        assert "next_private_key" not in second, "the pending key became the key"
+        assert second["private_key"] != first["private_key"]
+        assert parse_ts(second["key_expires_at"]) - utcnow() > timedelta(days=89)
+        sent = await alice.cli("send", bob.address, "signed with the second key")
+        rows = await wait_received(bob, {sent["msg_id"]}, 30, pair.stack)
+        assert json.loads(rows[sent["msg_id"]]["envelope"])["keyid"] == second["key_id"]
+        assert "key rotated" in alice.log()
+    finally:
+        await alice.stop()
+        await bob.stop()
+
+    keys = (await alice.cli("keys", "list"))["keys"]
+    assert [(k["id"], k["current"]) for k in keys] == [
+        (first["key_id"], False),
+        (second["key_id"], True),
+    ]
+    await alice.cli("keys", "revoke", first["key_id"])
+    refused = await alice.cli("keys", "revoke", second["key_id"], expect=4)
+    assert refused["error"]["code"] == "AB-8008", refused
+    [old, _] = (await alice.cli("keys", "list"))["keys"]
+    assert old["revoked_at"] is not None
+    meta = alice.query("SELECT value FROM meta WHERE key = 'key_fingerprint'")
+    assert meta[0]["value"] == keys[1]["fingerprint"]
+    assert (await alice.cli("doctor"))["status"] == "ok"
+
+
+async def test_a_rotation_cut_short_offers_the_same_key_again(pair: World) -> None:
+    """The gateway took the new key, then the sidecar stopped before switching to it."""
+    alice = pair.alice
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        pending = generate_key()
+        rt.creds.next_private_key = private_key_pem(pending)
+        save_credentials(alice.credentials, rt.creds)
+        proof = key_proof(pending, rt.agent_id, server_now())
+        taken = await rt.session.call(
+            rt.client.add_key, rt.agent_id, public_key_b64url(pending), proof
+        )
+
+    done = await alice.cli("keys", "rotate")
+
+    assert done["key_id"] == taken["id"]
+    assert stored_credentials(alice)["key_id"] == taken["id"]
+    assert len((await alice.cli("keys", "list"))["keys"]) == 2

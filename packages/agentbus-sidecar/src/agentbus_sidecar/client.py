@@ -202,6 +202,20 @@ class GatewayClient:
         params = {k: v for k, v in (("role", role), ("state", state)) if v}
         return await self._json("GET", "/v1/tasks", bearer=bearer, params=params)
 
+    async def list_keys(self, bearer: str, agent_id: str) -> list[dict[str, Any]]:
+        response = await self.request("GET", f"/v1/agents/{agent_id}/keys", bearer=bearer)
+        keys: list[dict[str, Any]] = response.json()
+        return keys
+
+    async def add_key(
+        self, bearer: str, agent_id: str, public_key: str, proof: str
+    ) -> dict[str, Any]:
+        body = {"public_key": public_key, "proof": proof}
+        return await self._json("POST", f"/v1/agents/{agent_id}/keys", bearer=bearer, json=body)
+
+    async def revoke_key(self, bearer: str, agent_id: str, key_id: str) -> None:
+        await self._json("DELETE", f"/v1/agents/{agent_id}/keys/{key_id}", bearer=bearer)
+
     async def heartbeat(self, bearer: str, agent_id: str, body: dict[str, Any]) -> None:
         await self._json("POST", f"/v1/agents/{agent_id}/heartbeat", bearer=bearer, json=body)
 

@@ -57,6 +57,9 @@ class Credentials:
     agent_credential: AgentCredential | None = field(default=None, repr=False)
     agent_id: str | None = None
     key_id: str | None = None
+    key_expires_at: str | None = None
+    # a key made for a rotation the gateway may not have taken yet (``rotation``)
+    next_private_key: str | None = field(default=None, repr=False)
 
     def signing_key(self) -> Ed25519PrivateKey:
         try:
@@ -113,6 +116,8 @@ def load_credentials(path: Path) -> Credentials:
             agent_credential=AgentCredential(**cached) if cached else None,
             agent_id=raw.get("agent_id"),
             key_id=raw.get("key_id"),
+            key_expires_at=raw.get("key_expires_at"),
+            next_private_key=raw.get("next_private_key"),
         )
         parse_address(creds.address)
     except (ValueError, KeyError, TypeError) as exc:

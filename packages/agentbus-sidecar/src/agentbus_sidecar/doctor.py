@@ -1,7 +1,7 @@
 """``agentbus doctor``: checks that say what is wrong and what to do about it.
 
 Each check yields a Check(name, status, detail) with status ``ok``, ``warn`` or ``fail``:
-credentials file (present, mode 0600, well formed), agent key, registration, state.db
+credentials file (present, mode 0600, well formed), agent key and its expiry, registration, state.db
 (integrity, WAL, schema version, size, stuck outbox rows) and the gateway (reachable, clock
 skew). Doctor never creates state.db and never prints a secret.
 """
@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from agentbus_sidecar.client import GatewayClient
-from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.clock import format_ts, parse_ts, utcnow
 from agentbus_sidecar.credentials import Credentials, load_credentials
 from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable, SidecarError
 from agentbus_sidecar.keys import fingerprint
+from agentbus_sidecar.rotation import rotation_due
 from agentbus_sidecar.store import open_store, state_db_path
 from agentbus_sidecar.store.outbox import PARKED
 from agentbus_sidecar.store.schema import LATEST
@@ -65,11 +66,29 @@ def _credentials(path: Path) -> tuple[list[Check], Credentials | None]:
         checks.append(Check("agent key", "fail", str(exc)))
     if creds.agent_id and creds.key_id:
         checks.append(Check("registration", "ok", f"{creds.agent_id}, key {creds.key_id}"))
+        checks.append(_key_expiry(creds))
     else:
         checks.append(Check("registration", "fail", "not registered; run `agentbus register`"))
     if not creds.integration_token and not creds.agent_credential:
         checks.append(Check("token", "fail", "no integration token; run `agentbus login`"))
     return checks, creds
+
+
+def _key_expiry(creds: Credentials) -> Check:
+    if creds.key_expires_at is None:
+        return Check("key expiry", "ok", "not stored yet; the sidecar loop asks the gateway")
+    try:
+        expires_at = parse_ts(creds.key_expires_at)
+    except ValueError:
+        return Check("key expiry", "warn", f"unreadable: {creds.key_expires_at!r}")
+    left, when = expires_at - utcnow(), f"expires {creds.key_expires_at}"
+    if left <= timedelta(0):
+        advice = "it can no longer sign or prove anything: register a new agent"
+        return Check("key expiry", "fail", f"the key expired at {creds.key_expires_at}; {advice}")
+    if rotation_due(expires_at, utcnow()):
+        advice = "`agentbus sidecar run` rotates it, or run `agentbus keys rotate`"
+        return Check("key expiry", "warn", f"{when}, in {left.days} days; {advice}")
+    return Check("key expiry", "ok", f"{when}, in {left.days} days")
 
 
 def _store(path: Path) -> list[Check]:

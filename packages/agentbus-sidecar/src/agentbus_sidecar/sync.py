@@ -8,8 +8,9 @@ interleave inside one):
   are drained before every pull, so after a restart our own acks reach the gateway before any
   redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s.
 - flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
-  unpublished receipts, report unpresented messages that expired, heartbeat every 30 s, and
-  apply local retention every hour.
+  unpublished receipts, report unpresented messages that expired, heartbeat every 30 s,
+  apply local retention every hour, and once a day replace the agent's key when 30 days or less
+  are left of it (``rotation``; an hour later again after a failure).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from agentbus_sidecar.backoff import reconnect_delay_s
-from agentbus_sidecar.clock import utcnow
-from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable
+from agentbus_sidecar.clock import server_now, utcnow
+from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachable, SidecarError
 from agentbus_sidecar.inbound import accept_deliveries
 from agentbus_sidecar.outbound import (
     FlushReport,
@@ -35,6 +36,7 @@ from agentbus_sidecar.outbound import (
     flush_settlements,
     refresh_unpublished,
 )
+from agentbus_sidecar.rotation import key_expiry, rotate_key, rotation_due
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox
 from agentbus_sidecar.store.retention import prune
@@ -43,6 +45,7 @@ __all__ = ["SyncReport", "flush", "hold_run_lock", "receive_once", "run", "sync_
 
 HEARTBEAT_S = 30.0
 RETENTION_S = 3600.0
+KEY_CHECK_S, KEY_RETRY_S = 86400.0, 3600.0
 FLUSH_EVERY_S = 1.0
 
 
@@ -150,7 +153,7 @@ async def _flusher(
     rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Callable[[str], None]
 ) -> None:
     loop = asyncio.get_running_loop()
-    next_heartbeat = next_prune = loop.time()
+    next_heartbeat = next_prune = next_key_check = loop.time()
     while not stop.is_set():
         try:
             report = await flush(rt, lock)
@@ -174,7 +177,23 @@ async def _flusher(
             removed = prune(rt.conn, utcnow())
             if any(removed.values()):
                 log(f"retention removed {removed}")
+        if loop.time() >= next_key_check:
+            next_key_check = loop.time() + await _keep_key_fresh(rt, log)
         await _sleep(stop, FLUSH_EVERY_S)
+
+
+async def _keep_key_fresh(rt: Runtime, log: Callable[[str], None]) -> float:
+    """Rotate the key if it is due; seconds until the next check."""
+    try:
+        if rotation_due(await key_expiry(rt), server_now()):
+            done = await rotate_key(rt)
+            log(f"key rotated: now signing with {done.key_id}; {done.old_key_id} expires alone")
+    except ConfigError:
+        raise
+    except SidecarError as exc:  # the gateway away or refusing, an answer without a key
+        log(f"key rotation failed ({exc}); trying again in an hour")
+        return KEY_RETRY_S
+    return KEY_CHECK_S
 
 
 async def run(

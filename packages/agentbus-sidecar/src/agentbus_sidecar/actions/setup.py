@@ -102,6 +102,7 @@ async def register_agent(
     if not isinstance(agent.get("id"), str) or not isinstance(key_info.get("id"), str):
         raise SidecarError("the registration answer has no agent or key id")
     creds.agent_id, creds.key_id = agent["id"], key_info["id"]
+    creds.key_expires_at = key_info.get("expires_at")
     creds.agent_credential = None
     save_credentials(path, creds)
     conn = open_store(state_db_path(agent["id"], state_dir))

@@ -10,7 +10,7 @@ import typer
 from agentbus_sidecar.cli.common import Paths
 from agentbus_sidecar.credentials import default_credentials_path
 
-__all__ = ["app", "sidecar_app", "task_app"]
+__all__ = ["app", "keys_app", "sidecar_app", "task_app"]
 
 app = typer.Typer(
     name="agentbus",
@@ -20,8 +20,10 @@ app = typer.Typer(
 )
 task_app = typer.Typer(help="Ask for work and report on it (task lifecycle).", no_args_is_help=True)
 sidecar_app = typer.Typer(help="The long-running sidecar.", no_args_is_help=True)
+keys_app = typer.Typer(help="The agent's signing keys: list, rotate, revoke.", no_args_is_help=True)
 app.add_typer(task_app, name="task", rich_help_panel="Tasks")
 app.add_typer(sidecar_app, name="sidecar", rich_help_panel="Sidecar")
+app.add_typer(keys_app, name="keys", rich_help_panel="Setup")
 
 
 @app.callback()

@@ -1,0 +1,81 @@
+"""Replacing the agent's key before it expires (04-API-SPEC.md §2.4).
+
+A key lives 90 days; once ``ROTATE_BEFORE`` (30 days) or less is left, the sidecar loop checks
+daily and makes a successor: ``POST /v1/agents/{agt}/keys`` with a proof by the new key, then
+signs with the new key from the next envelope on. The old key is not revoked: envelopes already
+signed with it and waiting in the outbox still go out, and it expires on its own
+(``agentbus keys revoke`` ends it sooner).
+
+The new private key is written to credentials.json (``next_private_key``) before the gateway is
+asked, so a crash between the gateway taking it and the switch loses nothing: the next attempt
+offers the same key, which the gateway answers again. Only after its answer does the stored key
+become the new one (``private_key``, ``key_id``, ``key_expires_at``), in one atomic write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from agentbus_sidecar.clock import parse_ts, server_now
+from agentbus_sidecar.credentials import save_credentials
+from agentbus_sidecar.errors import SidecarError
+from agentbus_sidecar.keys import (
+    fingerprint,
+    generate_key,
+    key_proof,
+    load_private_key,
+    private_key_pem,
+    public_key_b64url,
+)
+from agentbus_sidecar.runtime import Runtime, record_identity
+
+__all__ = ["ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_due"]
+
+ROTATE_BEFORE = timedelta(days=30)
+
+
+def rotation_due(expires_at: datetime | None, now: datetime) -> bool:
+    """Whether the key should be replaced now; an unknown expiry is for the caller to learn."""
+    return expires_at is not None and expires_at - now <= ROTATE_BEFORE
+
+
+@dataclass(frozen=True)
+class Rotation:
+    old_key_id: str
+    key_id: str
+    fingerprint: str
+    expires_at: str | None
+
+
+async def key_expiry(rt: Runtime) -> datetime | None:
+    """When the current key expires: from credentials.json, else asked of the gateway once
+    (files written before the expiry was stored) and stored."""
+    if rt.creds.key_expires_at is None:
+        keys = await rt.session.call(rt.client.list_keys, rt.agent_id)
+        mine = next((k for k in keys if k.get("id") == rt.key_id), None)
+        if mine is None or not isinstance(mine.get("expires_at"), str):
+            raise SidecarError(f"the gateway does not list this agent's key {rt.key_id}")
+        rt.creds.key_expires_at = mine["expires_at"]
+        save_credentials(rt.creds_path, rt.creds)
+    return parse_ts(rt.creds.key_expires_at)
+
+
+async def rotate_key(rt: Runtime) -> Rotation:
+    """Add a successor key at the gateway and sign with it from now on."""
+    creds = rt.creds
+    if creds.next_private_key is None:
+        creds.next_private_key = private_key_pem(generate_key())
+        save_credentials(rt.creds_path, creds)
+    new = load_private_key(creds.next_private_key)
+    proof = key_proof(new, rt.agent_id, server_now())
+    answer = await rt.session.call(rt.client.add_key, rt.agent_id, public_key_b64url(new), proof)
+    if not isinstance(answer.get("id"), str):
+        raise SidecarError("the gateway's answer names no key")
+    old_key_id = rt.key_id
+    creds.private_key, creds.key_id = creds.next_private_key, answer["id"]
+    creds.key_expires_at, creds.next_private_key = answer.get("expires_at"), None
+    save_credentials(rt.creds_path, creds)
+    rt.key = new
+    record_identity(rt.conn, creds, new)
+    return Rotation(old_key_id, answer["id"], fingerprint(new), creds.key_expires_at)
