@@ -527,3 +527,15 @@ async def test_a_rotation_cut_short_offers_the_same_key_again(pair: World) -> No
     assert done["key_id"] == taken["id"]
     assert stored_credentials(alice)["key_id"] == taken["id"]
     assert len((await alice.cli("keys", "list"))["keys"]) == 2
+
+
+async def test_an_agent_finds_its_peers_by_capability_and_name(pair: World) -> None:
+    alice, bob = pair.alice, pair.bob
+    reviewers = [
+        a["address"] for a in (await alice.cli("agents", "--capability", "code.review"))["agents"]
+    ]
+    assert bob.address in reviewers
+    assert alice.address not in reviewers
+    named = (await alice.cli("agents", "--query", bob.name))["agents"]
+    assert bob.address in [a["address"] for a in named]
+    assert (await alice.cli("agents", "--status", "lost", expect=4))["error"]["code"] == "AB-8001"

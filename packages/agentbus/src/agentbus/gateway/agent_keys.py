@@ -33,7 +33,7 @@ from agentbus.actions.audit import record_action
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound, StateConflict
-from agentbus.gateway.addressing import Sender, visible
+from agentbus.gateway.agent_directory import find_visible_agent
 from agentbus.gateway.agent_spec import fingerprint, public_key_of
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.bodies import Body
@@ -70,27 +70,11 @@ def full_key_view(key: Row) -> dict[str, Any]:
     }
 
 
-def _parse(prefix: str, text: str) -> uuid.UUID:
+def _key_id(text: str) -> uuid.UUID:
     try:
-        return parse_id(prefix, text)
+        return parse_id("key", text)
     except InvalidId as exc:
-        raise NotFound(f"no {'agent' if prefix == 'agt' else 'key'} {text}") from exc
-
-
-async def _agent(conn: Conn, who: Reader, agent_ref: str) -> Row:
-    """The live agent ``agent_ref`` if ``who`` may see it; AB-8002 otherwise."""
-    agent_id = _parse("agt", agent_ref)
-    agent = await agents.get_agent(conn, who.tenant_id, agent_id)
-    if agent is None or agent["deleted_at"] is not None:
-        raise NotFound(f"no agent {agent_ref}")
-    if isinstance(who, AgentPrincipal):
-        sender = Sender(who.tenant_id, who.agent_id, who.workspace_id, who.owner_user_id)
-        seen = who.agent_id == agent_id or visible(agent, sender)
-    else:
-        seen = who.workspace_id in (None, agent["workspace_id"])
-    if not seen:
-        raise NotFound(f"no agent {agent_ref}")
-    return agent
+        raise NotFound(f"no key {text}") from exc
 
 
 def _itself(who: Reader, agent: Row) -> AgentPrincipal:
@@ -101,7 +85,7 @@ def _itself(who: Reader, agent: Row) -> AgentPrincipal:
 
 async def list_keys(gw: Gateway, who: Reader, agent_ref: str) -> list[dict[str, Any]]:
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
-        agent = await _agent(conn, who, agent_ref)
+        agent = await find_visible_agent(conn, who, agent_ref)
         keys = await agents.keys_of_agent(conn, who.tenant_id, agent["id"])
     return [full_key_view(key) for key in keys]
 
@@ -113,7 +97,7 @@ async def add_key(
     raw, public = public_key_of(body.public_key)
     tid, now = principal.tenant_id, datetime.now(UTC)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
-        agent = await _agent(conn, principal, agent_ref)
+        agent = await find_visible_agent(conn, principal, agent_ref)
         _itself(principal, agent)
         keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
         signing = next((k for k in keys if k["id"] == principal.key_id), None)
@@ -142,9 +126,9 @@ async def add_key(
 
 async def revoke_key(gw: Gateway, who: Reader, agent_ref: str, key_ref: str) -> None:
     tid, now = who.tenant_id, datetime.now(UTC)
-    key_id = _parse("key", key_ref)
+    key_id = _key_id(key_ref)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
-        agent = await _agent(conn, who, agent_ref)
+        agent = await find_visible_agent(conn, who, agent_ref)
         if isinstance(who, AgentPrincipal):
             _itself(who, agent)
         else:

@@ -1,6 +1,6 @@
 """Management-style routes of the gateway (FastAPI, in the OpenAPI document): registration and
-credentials (04-API-SPEC §2.1, §3), an agent's keys (§2.2, §2.4), conversations (§7) and the
-JWKS (§1.2)."""
+credentials (04-API-SPEC §2.1, §3), the directory and an agent's keys (§2.2, §2.4),
+conversations (§7) and the JWKS (§1.2)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from agentbus.gateway import agent_keys, conversations
+from agentbus.gateway import agent_directory, agent_keys, conversations
 from agentbus.gateway.agent_spec import Registration
 from agentbus.gateway.auth import (
     Reader,
@@ -64,6 +64,36 @@ async def post_refresh(request: Request) -> dict[str, Any]:
     principal = await authenticate_agent(gw, request)
     body = await read_model(request, ProofBody)
     return await refresh_credential(gw, principal, body.proof)
+
+
+@router.get("/v1/agents", tags=["agents"])
+async def get_agents(
+    request: Request,
+    who: Either,
+    workspace: str | None = None,
+    capability: str | None = None,
+    status: str | None = None,
+    q: str | None = None,
+    limit: Limit = 50,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """The directory: agents the caller may see, oldest first, e.g. ``?capability=code.review``."""
+    return await agent_directory.list_directory(
+        get_gateway(request), who, workspace=workspace, capability=capability, status=status,
+        q=q, limit=limit, cursor=cursor,
+    )  # fmt: skip
+
+
+@router.get("/v1/agents/{agent_id}", tags=["agents"])
+async def get_agent(request: Request, agent_id: str, who: Either) -> dict[str, Any]:
+    """One agent: its registration, status, last heartbeat and card."""
+    return await agent_directory.read_agent(get_gateway(request), who, agent_id)
+
+
+@router.get("/v1/agents/{agent_id}/card", tags=["agents"])
+async def get_agent_card(request: Request, agent_id: str, who: Either) -> dict[str, Any]:
+    """The agent's A2A-style card."""
+    return await agent_directory.read_card(get_gateway(request), who, agent_id)
 
 
 @router.get("/v1/agents/{agent_id}/keys", tags=["agents"])

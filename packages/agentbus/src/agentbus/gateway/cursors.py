@@ -1,5 +1,6 @@
 """Page cursors of the list routes: an opaque base64url text holding the route's kind and the
-(accepted_at, id) of the last row of the page before; a cursor made by another route is
+(time, id) of the last row of the page before (``accepted_at`` of messages, ``created_at`` of
+agents); a cursor made by another route is
 AB-8007 (``CursorInvalid``)."""
 
 from __future__ import annotations
@@ -31,9 +32,11 @@ def decode(kind: str, cursor: str | None) -> Position | None:
         raise CursorInvalid("this cursor was not made by this endpoint") from exc
 
 
-def after_page(kind: str, rows: list[dict[str, Any]], limit: int) -> str | None:
-    """The cursor of the page after ``rows`` (``limit`` >= 1); None when they did not fill a
-    page."""
+def after_page(
+    kind: str, rows: list[dict[str, Any]], limit: int, at: str = "accepted_at"
+) -> str | None:
+    """The cursor of the page after ``rows`` (``limit`` >= 1), from the last row's ``at``
+    column and id; None when they did not fill a page."""
     if len(rows) < limit:
         return None
-    return encode(kind, rows[-1]["accepted_at"], rows[-1]["id"])
+    return encode(kind, rows[-1][at], rows[-1]["id"])

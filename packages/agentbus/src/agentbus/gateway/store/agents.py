@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +62,68 @@ async def agent_by_address(conn: Conn, tenant_id: uuid.UUID, address: str) -> Ro
         (tenant_id, address),
     )
     return await cur.fetchone()
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who looks at the directory: an agent (its id, workspace and owner), or an integration
+    token (its workspace, None for a tenant-wide one)."""
+
+    workspace_id: uuid.UUID | None
+    agent_id: uuid.UUID | None = None
+    owner_user_id: uuid.UUID | None = None
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+async def list_agents(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    viewer: Viewer,
+    *,
+    filters: Row,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[Row]:
+    """Live agents the viewer may see, oldest first: an agent sees what conventions §2 lets it
+    address (another owner's private agents never, workspace-visible agents of its own
+    workspace only) and itself; a token sees its tenant's agents, or its workspace's. ``filters``
+    holds any of ``workspace_id``, ``status``, ``capability`` (a name, by the GIN index) and
+    ``q`` (in the name, display name or description); ``after``: the (created_at, id) of the
+    last row of the page before."""
+    where = ["tenant_id = %s", "deleted_at IS NULL"]
+    params: list[Any] = [tenant_id]
+    if viewer.agent_id is not None:
+        where.append(
+            """(id = %s OR ((visibility <> 'private' OR owner_user_id = %s)
+                AND (visibility <> 'workspace' OR workspace_id = %s)))"""
+        )
+        params += [viewer.agent_id, viewer.owner_user_id, viewer.workspace_id]
+    elif viewer.workspace_id is not None:
+        where.append("workspace_id = %s")
+        params.append(viewer.workspace_id)
+    for column in ("workspace_id", "status"):
+        if filters.get(column) is not None:
+            where.append(f"{column} = %s")  # column names from the tuple above, never input
+            params.append(filters[column])
+    if filters.get("capability") is not None:
+        where.append("capabilities @> %s")
+        params.append(Jsonb([{"name": filters["capability"]}]))
+    if filters.get("q"):
+        where.append("(name ILIKE %s OR display_name ILIKE %s OR description ILIKE %s)")
+        params += [_like(filters["q"])] * 3
+    if after is not None:
+        where.append("(created_at, id) > (%s, %s)")
+        params.extend(after)
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM agents WHERE {" AND ".join(where)}
+            ORDER BY created_at, id LIMIT %s""",
+        (*params, limit),
+    )
+    return await cur.fetchall()
 
 
 async def count_live_agents(conn: Conn, tenant_id: uuid.UUID) -> int:
