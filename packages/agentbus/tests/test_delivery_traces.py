@@ -275,7 +275,7 @@ async def test_operators_read_messages_traces_and_receipts_within_their_reach(
     assert reply.json()["envelope"]["data"] == env["data"], reply.text
     [view] = await _payload_views(gateway, world)
     assert (view["target_id"], view["actor_id"]) == (env["id"], format_id("usr", owner))
-    assert view["details"]["token_id"].startswith("tok_")
+    assert view["details"]["via"].startswith("tok_")
     for headers, status in ((elsewhere, 404), (sender_only, 403)):
         reply = await client.get(message_path, params={"include": "envelope"}, headers=headers)
         assert reply.status_code == status, reply.text

@@ -164,6 +164,11 @@ class Broker:
             raise RuntimeError(f"consumer {name}: {reply['error']}")
         self._consumers.add(name)
 
+    async def update_consumer(self, tenant_id: uuid.UUID, agent: Mapping[str, Any]) -> None:
+        """Bring an existing consumer up to the agent's row (its ``max_ack_pending``)."""
+        self._consumers.discard(str(agent["nats_consumer"]))
+        await self.ensure_consumer(tenant_id, agent)
+
     async def delete_consumer(self, tenant_id: uuid.UUID, consumer: str) -> None:
         self._consumers.discard(consumer)
         with contextlib.suppress(NotFoundError):

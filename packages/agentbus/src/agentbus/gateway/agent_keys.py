@@ -25,16 +25,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from platformkit.db.scope import Conn, tenant_transaction
+from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 from pydantic import Field
 
-from agentbus.actions.audit import record_action
-from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound, StateConflict
 from agentbus.gateway.agent_directory import find_visible_agent
 from agentbus.gateway.agent_spec import fingerprint, public_key_of
+from agentbus.gateway.audit import record_api_action
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
@@ -120,7 +119,10 @@ async def add_key(
             fingerprint=fingerprint(raw), spiffe_id=signing["spiffe_id"],
             expires_at=now + KEY_LIFETIME,
         )  # fmt: skip
-        await _audit(conn, gw, principal, agent, "agent.key.add", key)
+        await record_api_action(
+            conn, gw, principal, "agent.key.add", target_type="agent_key",
+            target_id=format_id("key", key["id"]), details=_key_details(agent, key),
+        )  # fmt: skip
     return full_key_view(key), True
 
 
@@ -143,17 +145,11 @@ async def revoke_key(gw: Gateway, who: Reader, agent_ref: str, key_ref: str) -> 
             raise StateConflict("this is the agent's last usable key; add its successor first")
         revoked = await agents.revoke_key(conn, tid, key_id)
         assert revoked is not None  # locked above, and not revoked yet
-        await _audit(conn, gw, who, agent, "agent.key.revoke", revoked)
+        await record_api_action(
+            conn, gw, who, "agent.key.revoke", target_type="agent_key",
+            target_id=format_id("key", key_id), details=_key_details(agent, revoked),
+        )  # fmt: skip
 
 
-async def _audit(conn: Conn, gw: Gateway, who: Reader, agent: Row, action: str, key: Row) -> None:
-    """The agent's owner acts (for the agent itself), or the token's owner; ``via`` says
-    which."""
-    via = "agent" if isinstance(who, AgentPrincipal) else format_id("tok", who.token_id)
-    ctx = Ctx(gw.pool, Actor.user(who.tenant_id, who.owner_user_id))
-    await record_action(
-        conn, ctx, who.tenant_id, action, target_type="agent_key",
-        target_id=format_id("key", key["id"]),
-        details={"agent": format_id("agt", agent["id"]), "via": via,
-                 "fingerprint": key["fingerprint"]},
-    )  # fmt: skip
+def _key_details(agent: Row, key: Row) -> dict[str, Any]:
+    return {"agent": format_id("agt", agent["id"]), "fingerprint": key["fingerprint"]}

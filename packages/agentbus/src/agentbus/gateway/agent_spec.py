@@ -62,18 +62,32 @@ def fingerprint(raw_public: bytes) -> str:
     return b64url_encode(hashlib.sha256(raw_public).digest())
 
 
-def agent_card(reg: Registration, address: str) -> dict[str, Any]:
-    """A2A-style card generated from name, description and capabilities."""
+GENERATED_CARD_KEYS = frozenset(
+    {"name", "description", "url", "version", "skills", "defaultInputModes", "defaultOutputModes"}
+)
+
+
+def agent_card(agent: dict[str, Any], extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A2A-style card generated from an agent's name, display name, description, capabilities,
+    harness version and address, with the user's own members (``extra``, none of the
+    generated keys) beside them."""
     skills = [
-        {"id": c.name, "name": c.name, "description": c.description, "version": c.version}
-        for c in reg.capabilities
-    ]
-    return {
-        "name": reg.display_name or reg.name,
-        "description": reg.description,
-        "url": address,
-        "version": reg.harness_version or "1",
+        {"id": c["name"], "name": c["name"], "description": c.get("description", ""),
+         "version": c.get("version", "1")}
+        for c in agent["capabilities"]
+    ]  # fmt: skip
+    generated = {
+        "name": agent["display_name"] or agent["name"],
+        "description": agent["description"],
+        "url": agent["address"],
+        "version": agent["harness_version"] or "1",
         "skills": skills,
         "defaultInputModes": ["application/json"],
         "defaultOutputModes": ["application/json"],
     }
+    return {**(extra or {}), **generated}
+
+
+def card_extra(card: dict[str, Any]) -> dict[str, Any]:
+    """The user's own members of a stored card."""
+    return {k: v for k, v in card.items() if k not in GENERATED_CARD_KEYS}

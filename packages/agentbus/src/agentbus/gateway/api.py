@@ -1,5 +1,5 @@
 """Management-style routes of the gateway (FastAPI, in the OpenAPI document): registration and
-credentials (04-API-SPEC §2.1, §3), the directory and an agent's keys (§2.2, §2.4),
+credentials (04-API-SPEC §2.1, §3), the directory, changes and an agent's keys (§2.2-2.4),
 conversations (§7) and the JWKS (§1.2)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from agentbus.gateway import agent_directory, agent_keys, conversations
+from agentbus.gateway import agent_admin, agent_directory, agent_keys, conversations
 from agentbus.gateway.agent_spec import Registration
 from agentbus.gateway.auth import (
     Reader,
@@ -88,6 +88,21 @@ async def get_agents(
 async def get_agent(request: Request, agent_id: str, who: Either) -> dict[str, Any]:
     """One agent: its registration, status, last heartbeat and card."""
     return await agent_directory.read_agent(get_gateway(request), who, agent_id)
+
+
+@router.patch("/v1/agents/{agent_id}", tags=["agents"])
+async def patch_agent(request: Request, agent_id: str, who: Either) -> dict[str, Any]:
+    """Change an agent: the agent itself its description, capabilities, card and harness
+    version; its owner or a workspace admin (token) everything, including ``status``."""
+    patch = await read_model(request, agent_admin.AgentPatch)
+    return await agent_admin.update_agent(get_gateway(request), who, agent_id, patch)
+
+
+@router.delete("/v1/agents/{agent_id}", status_code=204, tags=["agents"])
+async def delete_agent(request: Request, agent_id: str, token: AnyToken) -> Response:
+    """Delete an agent (owner or workspace admin): what waits for it is discarded."""
+    await agent_admin.delete_agent(get_gateway(request), token, agent_id)
+    return Response(status_code=204)
 
 
 @router.get("/v1/agents/{agent_id}/card", tags=["agents"])

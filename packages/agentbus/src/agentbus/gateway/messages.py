@@ -12,10 +12,9 @@ from typing import Any
 
 from platformkit.db.scope import Conn, tenant_transaction
 
-from agentbus.actions.audit import record_action
-from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound
+from agentbus.gateway.audit import record_api_action
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.payloads import load_payload
@@ -64,12 +63,9 @@ async def read_message(
     async with tenant_transaction(gw.pool, SCOPE, reader.tenant_id) as conn:
         row = await find_visible_message(conn, reader, msg_id)
         if envelope and not isinstance(reader, AgentPrincipal):
-            actor = Actor.user(reader.tenant_id, reader.owner_user_id)
-            ctx = Ctx(gw.pool, actor, ip=client[0], user_agent=client[1])
-            await record_action(
-                conn, ctx, reader.tenant_id, VIEW_PAYLOAD, target_type="message",
-                target_id=format_id("msg", msg_id),
-                details={"token_id": format_id("tok", reader.token_id)},
+            await record_api_action(
+                conn, gw, reader, VIEW_PAYLOAD, target_type="message",
+                target_id=format_id("msg", msg_id), client=client,
             )  # fmt: skip
     body = message_view(row)
     if envelope:

@@ -124,29 +124,26 @@ async def _insert(
     raw_key: bytes,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     tid, agent_id, key_id = tenant["id"], uuid7(), uuid7()
-    agent = await agents.insert_agent(
-        conn,
-        tid,
-        {
-            "id": agent_id,
-            "workspace_id": ws["id"],
-            "owner_user_id": token.owner_user_id,
-            "name": reg.name,
-            "address": address,
-            "display_name": reg.display_name,
-            "description": reg.description,
-            "capabilities": [c.model_dump() for c in reg.capabilities],
-            "agent_card": agent_card(reg, address),
-            "harness": reg.harness,
-            "harness_version": reg.harness_version,
-            "mode": reg.mode,
-            "visibility": reg.visibility,
-            "nats_consumer": broker.consumer_name(agent_id),
-            "inbox_subject": broker.inbox_subject(tid, ws["id"], agent_id),
-            "delivery": reg.delivery.model_dump(),
-            "last_host": reg.host,
-        },
-    )
+    values: dict[str, Any] = {
+        "id": agent_id,
+        "workspace_id": ws["id"],
+        "owner_user_id": token.owner_user_id,
+        "name": reg.name,
+        "address": address,
+        "display_name": reg.display_name,
+        "description": reg.description,
+        "capabilities": [c.model_dump() for c in reg.capabilities],
+        "harness": reg.harness,
+        "harness_version": reg.harness_version,
+        "mode": reg.mode,
+        "visibility": reg.visibility,
+        "nats_consumer": broker.consumer_name(agent_id),
+        "inbox_subject": broker.inbox_subject(tid, ws["id"], agent_id),
+        "delivery": reg.delivery.model_dump(),
+        "last_host": reg.host,
+    }
+    values["agent_card"] = agent_card(values)
+    agent = await agents.insert_agent(conn, tid, values)
     spiffe = (
         f"spiffe://{tenant['slug']}.agentbus.exchange/ws/{format_id('ws', ws['id'])}"
         f"/agent/{format_id('agt', agent_id)}"

@@ -126,6 +126,40 @@ async def list_agents(
     return await cur.fetchall()
 
 
+async def update_agent(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, values: Row) -> Row:
+    """Set ``values`` (column -> value; json columns as plain Python values) and
+    ``updated_at``."""
+    names = list(values)
+    params = [Jsonb(v) if n in ("capabilities", "agent_card", "delivery") else v
+              for n, v in values.items()]  # fmt: skip
+    sets = ", ".join(f"{name} = %s" for name in names)  # names are the body's known fields
+    cur = await conn.execute(
+        f"""UPDATE agents SET {sets}, updated_at = now()
+            WHERE tenant_id = %s AND id = %s RETURNING {COLUMNS}""",
+        [*params, tenant_id, agent_id],
+    )
+    row = await cur.fetchone()
+    assert row is not None, "the caller found the agent in this transaction"
+    return row
+
+
+async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> int:
+    """The agent ``deleted``; the messages still waiting for it (``accepted``, ``fetched``)
+    ``discarded``. The number of messages discarded."""
+    await conn.execute(
+        """UPDATE agents SET status = 'deleted', deleted_at = now(), updated_at = now()
+            WHERE tenant_id = %s AND id = %s""",
+        (tenant_id, agent_id),
+    )
+    cur = await conn.execute(
+        """UPDATE messages SET status = 'discarded'
+            WHERE tenant_id = %s AND to_agent_id = %s AND status IN ('accepted', 'fetched')
+        RETURNING id""",
+        (tenant_id, agent_id),
+    )
+    return len(await cur.fetchall())
+
+
 async def count_live_agents(conn: Conn, tenant_id: uuid.UUID) -> int:
     cur = await conn.execute(
         "SELECT count(*) AS n FROM agents WHERE tenant_id = %s AND deleted_at IS NULL",
