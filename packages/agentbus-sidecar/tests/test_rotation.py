@@ -1,5 +1,5 @@
 """When the sidecar replaces its key (``rotation.rotation_due``): with 30 days or less left of
-it, never earlier, and not while its expiry is unknown."""
+it, never earlier."""
 
 from __future__ import annotations
 
@@ -16,10 +16,6 @@ NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 def test_a_key_is_rotated_in_its_last_thirty_days_and_after(left_s: int) -> None:
     left = timedelta(seconds=left_s)
     assert rotation_due(NOW + left, NOW) is (left <= ROTATE_BEFORE)
-
-
-def test_an_unknown_expiry_is_not_a_reason_to_rotate() -> None:
-    assert rotation_due(None, NOW) is False
 
 
 def test_a_ninety_day_key_is_replaced_at_sixty_days() -> None:

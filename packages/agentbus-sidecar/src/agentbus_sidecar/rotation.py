@@ -35,9 +35,9 @@ __all__ = ["ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_du
 ROTATE_BEFORE = timedelta(days=30)
 
 
-def rotation_due(expires_at: datetime | None, now: datetime) -> bool:
-    """Whether the key should be replaced now; an unknown expiry is for the caller to learn."""
-    return expires_at is not None and expires_at - now <= ROTATE_BEFORE
+def rotation_due(expires_at: datetime, now: datetime) -> bool:
+    """Whether the key should be replaced now: 30 days or less are left of it."""
+    return expires_at - now <= ROTATE_BEFORE
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class Rotation:
     expires_at: str | None
 
 
-async def key_expiry(rt: Runtime) -> datetime | None:
+async def key_expiry(rt: Runtime) -> datetime:
     """When the current key expires: from credentials.json, else asked of the gateway once
     (files written before the expiry was stored) and stored."""
     if rt.creds.key_expires_at is None:
