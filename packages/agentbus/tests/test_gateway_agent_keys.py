@@ -108,11 +108,11 @@ async def test_keys_are_added_by_the_agent_itself_with_a_proof_by_the_new_key(
     assert (reply.status_code, reply.json()["code"]) == (401, "AB-1009"), reply.text
     body = {"public_key": new.public_key, "proof": new.proof(alice.agent_id)}
     reply = await client.post(f"/v1/agents/{alice.agent_id}/keys", json=body, headers=bob.headers())
-    assert (reply.status_code, reply.json()["code"]) == (404, "AB-8002"), reply.text
+    assert (reply.status_code, reply.json()["code"]) == (403, "AB-1008"), reply.text
     reply = await client.delete(
         f"/v1/agents/{alice.agent_id}/keys/{alice.key_id}", headers=bob.headers()
     )
-    assert (reply.status_code, reply.json()["code"]) == (404, "AB-8002"), reply.text
+    assert (reply.status_code, reply.json()["code"]) == (403, "AB-1008"), reply.text
     for _ in range(MAX_USABLE_KEYS - 1):
         await _add(client, alice, _successor(alice), 201)
     reply = await client.post(

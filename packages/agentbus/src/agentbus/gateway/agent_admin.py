@@ -28,6 +28,7 @@ from pydantic import Field
 
 from agentbus.db import SCOPE
 from agentbus.errors import RequestInvalid, RoleRequired
+from agentbus.gateway.agent_access import check_acting, check_token_over_agent
 from agentbus.gateway.agent_directory import find_visible_agent, full_agent_view
 from agentbus.gateway.agent_spec import (
     GENERATED_CARD_KEYS,
@@ -40,7 +41,6 @@ from agentbus.gateway.audit import record_api_action
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.issuance import check_token_over_agent
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store import agents
 from agentbus.ids import format_id
@@ -77,15 +77,13 @@ def changes_of(patch: AgentPatch) -> dict[str, Any]:
     return changes
 
 
-async def _acting(conn: Conn, who: Reader, agent: Row, fields: set[str]) -> None:
-    """The agent itself for ``SELF_FIELDS``; otherwise a token of its owner or of an admin of
-    its workspace (AB-1008)."""
-    if isinstance(who, AgentPrincipal):
-        if who.agent_id != agent["id"] or not fields <= SELF_FIELDS:
-            allowed = ", ".join(sorted(SELF_FIELDS))
-            raise RoleRequired(f"an agent may change only its own {allowed}")
-        return
-    await check_token_over_agent(conn, who, agent)
+async def _check_change(conn: Conn, who: Reader, agent: Row, fields: set[str]) -> None:
+    """The agent itself for ``SELF_FIELDS``; everything for a token of its owner or of an
+    admin of its workspace (AB-1008 otherwise)."""
+    await check_acting(conn, who, agent, "change its description")
+    if isinstance(who, AgentPrincipal) and not fields <= SELF_FIELDS:
+        allowed = ", ".join(sorted(SELF_FIELDS))
+        raise RoleRequired(f"an agent may change only its own {allowed}")
 
 
 async def update_agent(gw: Gateway, who: Reader, agent_ref: str, patch: AgentPatch) -> Row:
@@ -94,7 +92,7 @@ async def update_agent(gw: Gateway, who: Reader, agent_ref: str, patch: AgentPat
         raise RequestInvalid("the body changes nothing")
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
         agent = await find_visible_agent(conn, who, agent_ref)
-        await _acting(conn, who, agent, set(changes))
+        await _check_change(conn, who, agent, set(changes))
         extra = changes.pop("agent_card", None)
         merged = {**agent, **changes}
         card_members = card_extra(agent["agent_card"]) | (extra or {})

@@ -6,13 +6,14 @@ expires or is revoked, so envelopes already signed and queued with the old key s
 
 - Listing: the agent itself, another agent that may see it (conventions §2), or an integration
   token of its tenant (and workspace, for a token bound to one).
-- Adding: the agent itself, with a credential issued for a key that is still usable, and a key
-  proof by the new key (``sub`` = the agent id, no ``kid``). Adding a key the agent already
-  holds answers that key again (200), so a sidecar that crashed after the gateway took its new
-  key can ask again; a revoked key is not taken back (AB-8008). At most ``MAX_USABLE_KEYS``
-  usable keys at a time (AB-8008).
-- Revoking: the agent itself, or a token of its owner or of an admin of its workspace. The
-  agent's last usable key cannot be revoked (AB-8008): revoke after adding its successor.
+- Adding: the agent itself (AB-1008 for another), with a credential issued for a key that is
+  still usable, and a key proof by the new key (``sub`` = the agent id, no ``kid``). Adding a
+  key the agent already holds answers that key again (200), so a sidecar that crashed after the
+  gateway took its new key can ask again; a revoked key is not taken back (AB-8008). At most
+  ``MAX_USABLE_KEYS`` usable keys at a time (AB-8008).
+- Revoking: the agent itself (AB-1008 for another), or a token of its owner or of an admin of
+  its workspace. The agent's last usable key cannot be revoked (AB-8008): revoke after adding
+  its successor.
 
 Adding and revoking lock the agent's keys, write an ``audit_actions`` row, and take effect on
 every gateway instance within a second (``directory``). AB-8002 for an agent or key the caller
@@ -31,6 +32,7 @@ from pydantic import Field
 
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound, StateConflict
+from agentbus.gateway.agent_access import check_acting, check_itself
 from agentbus.gateway.agent_directory import find_visible_agent
 from agentbus.gateway.agent_spec import fingerprint, public_key_of
 from agentbus.gateway.audit import record_api_action
@@ -38,7 +40,6 @@ from agentbus.gateway.auth import Reader
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import KeyUnusable
-from agentbus.gateway.issuance import check_token_over_agent
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.proofs import verify_key_proof
 from agentbus.gateway.registration import KEY_LIFETIME
@@ -76,12 +77,6 @@ def _key_id(text: str) -> uuid.UUID:
         raise NotFound(f"no key {text}") from exc
 
 
-def _itself(who: Reader, agent: Row) -> AgentPrincipal:
-    if not isinstance(who, AgentPrincipal) or who.agent_id != agent["id"]:
-        raise NotFound(f"no agent {format_id('agt', agent['id'])}")
-    return who
-
-
 async def list_keys(gw: Gateway, who: Reader, agent_ref: str) -> list[dict[str, Any]]:
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
         agent = await find_visible_agent(conn, who, agent_ref)
@@ -97,7 +92,7 @@ async def add_key(
     tid, now = principal.tenant_id, datetime.now(UTC)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
         agent = await find_visible_agent(conn, principal, agent_ref)
-        _itself(principal, agent)
+        check_itself(principal, agent, "add keys")
         keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
         signing = next((k for k in keys if k["id"] == principal.key_id), None)
         if signing is None or not usable(signing, now):
@@ -131,10 +126,7 @@ async def revoke_key(gw: Gateway, who: Reader, agent_ref: str, key_ref: str) -> 
     key_id = _key_id(key_ref)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
         agent = await find_visible_agent(conn, who, agent_ref)
-        if isinstance(who, AgentPrincipal):
-            _itself(who, agent)
-        else:
-            await check_token_over_agent(conn, who, agent)
+        await check_acting(conn, who, agent, "revoke keys")
         keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
         key = next((k for k in keys if k["id"] == key_id), None)
         if key is None:

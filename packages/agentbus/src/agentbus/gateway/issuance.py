@@ -13,8 +13,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from platformkit.db.scope import Conn, tenant_transaction
 
 from agentbus.db import SCOPE
-from agentbus.errors import InsufficientScope, NotFound, RoleRequired, WorkspaceMismatch
+from agentbus.errors import InsufficientScope, NotFound
 from agentbus.gateway import credentials
+from agentbus.gateway.agent_access import check_token_over_agent
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import AgentDisabled, KeyProofInvalid, KeyUnusable
@@ -51,19 +52,6 @@ async def _proven_key(
     public = Ed25519PublicKey.from_public_bytes(bytes(key["public_key"]))
     verify_key_proof(proof, public, subject=format_id("agt", agent_id), replay=gw.proofs)
     return key_id
-
-
-async def check_token_over_agent(conn: Conn, token: VerifiedToken, agent: dict[str, Any]) -> None:
-    """An integration token acts for an agent when its owner owns the agent or is an admin of
-    the agent's workspace, and the token is not bound to another workspace (AB-1015, AB-1008)."""
-    if token.workspace_id is not None and token.workspace_id != agent["workspace_id"]:
-        raise WorkspaceMismatch("the token is bound to another workspace")
-    if agent["owner_user_id"] != token.owner_user_id:
-        role = await agents.workspace_role(
-            conn, token.tenant_id, agent["workspace_id"], token.owner_user_id
-        )
-        if role != "admin":
-            raise RoleRequired("only the agent's owner or a workspace admin may do this")
 
 
 async def issue_credential(
