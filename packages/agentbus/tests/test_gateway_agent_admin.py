@@ -1,7 +1,8 @@
 """Changing, disabling and deleting agents against the real gateway app, PostgreSQL and NATS
 (04-API-SPEC §2.3): what an agent may change about itself and what only its owner may; a
 disabled agent neither sends nor receives until it is enabled again; a deleted agent's waiting
-messages are discarded and its consumer removed; the card follows; the audit rows."""
+messages are discarded, its open task requests failed and its consumer removed; the card
+follows; the audit rows."""
 
 from __future__ import annotations
 
@@ -110,7 +111,10 @@ async def test_a_deleted_agents_waiting_messages_are_discarded_and_it_is_gone(
     gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
 ) -> None:
     client, world = gateway_client, await make_world(gateway, "acme")
-    alice, bob = await enroll(client, world, "alice"), await enroll(client, world, "bob")
+    alice = await enroll(client, world, "alice")
+    bob = await enroll(client, world, "bob", capabilities=REVIEW)
+    request = alice.task_request(bob.address, "review-1", {"instructions": "review PR 7"})
+    await post_envelope(client, alice, request, route="/v1/tasks")
     sent = [
         await post_envelope(client, alice, alice.envelope(bob.address, {"text": f"n{n}"}))
         for n in (1, 2)
@@ -139,4 +143,7 @@ async def test_a_deleted_agents_waiting_messages_are_discarded_and_it_is_gone(
     async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
         actions = await list_audit_actions(conn, world.tenant_id)
     [deleted] = [a for a in actions if a["action"] == "agent.delete"]
-    assert (deleted["target_id"], deleted["details"]["discarded"]) == (bob.agent_id, 2)
+    assert (deleted["target_id"], deleted["details"]["discarded"]) == (bob.agent_id, 3)
+    reply = await client.get(f"/v1/tasks/{request['subject']}", headers=alice.headers())
+    task = reply.json()
+    assert (task["state"], task["error_code"]) == ("failed", "AB-6011"), reply.text

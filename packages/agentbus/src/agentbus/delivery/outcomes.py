@@ -5,7 +5,8 @@ DLQ worker, so each fact is written the same way whoever learns it first.
 Each change can note a status notification for the sender (``notices``), which the caller
 publishes after its commit. Task consequences (conventions §4): a transport-acked request
 delivers its task; an expired request expires a task still ``submitted``/``delivered``
-(AB-6010); a dead-lettered request fails its task (AB-6011).
+(AB-6010); a dead-lettered request, or one whose recipient was deleted, fails its task
+(AB-6011).
 """
 
 from __future__ import annotations
@@ -91,6 +92,19 @@ async def discard(conn: Conn, tenant_id: uuid.UUID, row: Row, notes: Notes | Non
         return False
     note(notes, row, Status.DISCARDED)
     return True
+
+
+async def recipient_deleted(
+    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, notes: Notes | None = None
+) -> int:
+    """What still waits for a deleted agent is ``discarded``; a task request among it can no
+    longer be delivered, so its task fails (AB-6011) as for a dead-lettered request. The number
+    of messages discarded."""
+    rows = await store.discard_waiting(conn, tenant_id, agent_id)
+    for row in rows:
+        note(notes, row, Status.DISCARDED)
+        await _task_event(conn, tenant_id, row, Event.DEAD_LETTER, "the recipient was deleted")
+    return len(rows)
 
 
 async def nak(

@@ -200,6 +200,18 @@ async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
     return await cur.fetchone() is not None  # fetched, not rowcount: pipeline-safe
 
 
+async def discard_waiting(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> list[Row]:
+    """Every message still waiting for ``agent_id`` (``accepted``, ``fetched``) to
+    ``discarded``, in one statement (the ``to_agent_id, status`` index); the rows that moved."""
+    cur = await conn.execute(
+        """UPDATE messages SET status = 'discarded'
+            WHERE tenant_id = %s AND to_agent_id = %s AND status IN ('accepted', 'fetched')
+        RETURNING id, tenant_id, type, from_agent_id, attempts""",
+        (tenant_id, agent_id),
+    )
+    return await cur.fetchall()
+
+
 _ACKED = {
     Status.DELIVERED: ("", "", ""),
     Status.READ: (

@@ -9,7 +9,8 @@ agent's fields; ``agent_card`` in the body sets the user's own members beside th
 commit (best effort: the agent's next fetch brings it up to date otherwise).
 
 ``DELETE /v1/agents/{agt}`` (owner or workspace admin): ``status = deleted``, ``deleted_at``;
-the messages still waiting for it become ``discarded``; its consumer is deleted after the
+the messages still waiting for it become ``discarded`` (their senders are told, and a task
+request's task fails, ``outcomes.recipient_deleted``); its consumer is deleted after the
 commit. Its name and address stay taken (``UNIQUE (address)``); deleting it again is AB-8002,
 as for any agent that is gone.
 
@@ -27,6 +28,8 @@ from platformkit.db.scope import Conn, tenant_transaction
 from pydantic import Field
 
 from agentbus.db import SCOPE
+from agentbus.delivery import notices, outcomes
+from agentbus.delivery.notices import Notes
 from agentbus.errors import RequestInvalid, RoleRequired
 from agentbus.gateway.agent_access import check_acting, check_token_over_agent
 from agentbus.gateway.agent_directory import find_visible_agent, full_agent_view
@@ -111,11 +114,14 @@ async def delete_agent(gw: Gateway, token: VerifiedToken, agent_ref: str) -> Non
     async with tenant_transaction(gw.pool, SCOPE, token.tenant_id) as conn:
         agent = await find_visible_agent(conn, token, agent_ref)
         await check_token_over_agent(conn, token, agent)
-        discarded = await agents.mark_deleted(conn, token.tenant_id, agent["id"])
+        await agents.mark_deleted(conn, token.tenant_id, agent["id"])
+        notes: Notes = []
+        discarded = await outcomes.recipient_deleted(conn, token.tenant_id, agent["id"], notes)
         await record_api_action(
             conn, gw, token, "agent.delete", target_type="agent",
             target_id=format_id("agt", agent["id"]), details={"discarded": discarded},
         )  # fmt: skip
+    await notices.publish(gw.broker, notes)
     try:
         await gw.broker.delete_consumer(token.tenant_id, agent["nats_consumer"])
     except Exception as exc:  # NATS away: nobody can fetch for a deleted agent anyway

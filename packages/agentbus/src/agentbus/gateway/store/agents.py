@@ -143,21 +143,12 @@ async def update_agent(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, va
     return row
 
 
-async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> int:
-    """The agent ``deleted``; the messages still waiting for it (``accepted``, ``fetched``)
-    ``discarded``. The number of messages discarded."""
+async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> None:
     await conn.execute(
         """UPDATE agents SET status = 'deleted', deleted_at = now(), updated_at = now()
             WHERE tenant_id = %s AND id = %s""",
         (tenant_id, agent_id),
     )
-    cur = await conn.execute(
-        """UPDATE messages SET status = 'discarded'
-            WHERE tenant_id = %s AND to_agent_id = %s AND status IN ('accepted', 'fetched')
-        RETURNING id""",
-        (tenant_id, agent_id),
-    )
-    return len(await cur.fetchall())
 
 
 async def count_live_agents(conn: Conn, tenant_id: uuid.UUID) -> int:
