@@ -176,12 +176,12 @@ def test_a_timeline_is_in_time_order_and_its_latencies_add_up(offsets: list[int 
     assert sum(latencies) == max(present, default=0)
 
 
-async def test_operators_list_dead_letters_and_page_through_a_recipients_messages(
+async def test_operators_list_dead_letters_and_agents_their_own_messages(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
     trio: tuple[World, SimAgent, SimAgent, SimAgent],
 ) -> None:
-    client, (world, alice, bob, _carol) = gateway_client, trio
+    client, (world, alice, bob, carol) = gateway_client, trio
     envs = [alice.envelope(bob.address, {"text": f"n{n}"}) for n in range(3)]
     for env in envs:
         await post_envelope(client, alice, env)
@@ -219,8 +219,10 @@ async def test_operators_list_dead_letters_and_page_through_a_recipients_message
     for params in ({"status": "lost"}, {"to": "bob"}, {"cursor": "not-a-cursor"}):
         reply = await client.get("/v1/messages", params=params, headers=operator)
         assert reply.status_code in (400, 422), (params, reply.text)
-    reply = await client.get("/v1/messages", headers=alice.headers())  # a credential, no token
-    assert reply.status_code == 401, reply.text
+    mine = (await client.get("/v1/messages", headers=alice.headers())).json()["items"]
+    assert [m["id"] for m in mine] == [env["id"] for env in reversed(envs)]  # her own
+    theirs = (await client.get("/v1/messages", headers=carol.headers())).json()["items"]
+    assert theirs == [], "an agent lists only what it sent or received"
 
 
 async def test_operators_read_messages_traces_and_receipts_within_their_reach(
@@ -273,6 +275,7 @@ async def test_operators_read_messages_traces_and_receipts_within_their_reach(
     assert await _payload_views(gateway, world) == []  # metadata is not a payload read
     reply = await client.get(message_path, params={"include": "envelope"}, headers=auditor)
     assert reply.json()["envelope"]["data"] == env["data"], reply.text
+    assert reply.json()["sender_key"]["id"] == alice.key_id  # to verify the envelope with
     [view] = await _payload_views(gateway, world)
     assert (view["target_id"], view["actor_id"]) == (env["id"], format_id("usr", owner))
     assert view["details"]["via"].startswith("tok_")

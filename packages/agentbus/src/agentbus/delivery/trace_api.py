@@ -1,6 +1,6 @@
 """Where messages are (04-API-SPEC.md §4.3-4.5), FastAPI routes in the OpenAPI document
 (``delivery.traces``): traces, receipts and trace ids for a message's parties and the tenant's
-operators, the message list for operators."""
+operators, the message list for operators and for agents (their own messages)."""
 
 from __future__ import annotations
 
@@ -11,37 +11,31 @@ from fastapi import APIRouter, Depends, Query, Request
 from agentbus.delivery import traces
 from agentbus.gateway import auth
 from agentbus.gateway.context import get_gateway
-from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter()
-
-
-async def _auditor(request: Request) -> VerifiedToken:
-    return await auth.authenticate_auditor(get_gateway(request), request)
 
 
 async def _reader(request: Request) -> auth.Reader:
     return await auth.authenticate_reader(get_gateway(request), request)
 
 
-Auditor = Annotated[VerifiedToken, Depends(_auditor)]
 Reader = Annotated[auth.Reader, Depends(_reader)]
 
 
 @router.get("/v1/messages", tags=["messages"])
 async def get_messages(
     request: Request,
-    token: Auditor,
+    who: Reader,
     status: str | None = None,
     sender: Annotated[str | None, Query(alias="from")] = None,
     recipient: Annotated[str | None, Query(alias="to")] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: str | None = None,
 ) -> dict[str, Any]:
-    """The tenant's messages, newest first (metadata and ``dlq_reason``, never payloads),
-    e.g. ``?status=dead_lettered&to=agt_...``."""
+    """The tenant's messages for an operator, the agent's own for an agent, newest first
+    (metadata and ``dlq_reason``, never payloads), e.g. ``?status=dead_lettered&to=agt_...``."""
     return await traces.list_messages(
-        get_gateway(request), token, status=status, sender=sender, recipient=recipient,
+        get_gateway(request), who, status=status, sender=sender, recipient=recipient,
         limit=limit, cursor=cursor,
     )  # fmt: skip
 

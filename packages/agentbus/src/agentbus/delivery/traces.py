@@ -35,7 +35,6 @@ from agentbus.gateway.receipts import find_kid, receipt_view
 from agentbus.gateway.store import messages, receipts
 from agentbus.gateway.views import message_view, ts
 from agentbus.ids import InvalidId, format_id, parse_id
-from agentbus.store.integration_tokens import VerifiedToken
 from agentbus.tasks import store as task_store
 from agentbus.tasks.domain import REQUEST_TYPE
 
@@ -165,7 +164,7 @@ def _agent_filter(name: str, text: str | None) -> Any:
 
 async def list_messages(
     gw: Gateway,
-    token: VerifiedToken,
+    who: Reader,
     *,
     status: str | None = None,
     sender: str | None = None,
@@ -173,20 +172,23 @@ async def list_messages(
     limit: int = 50,
     cursor: str | None = None,
 ) -> dict[str, Any]:
-    """``GET /v1/messages``: metadata and ``dlq_reason``, newest first, a page at a time; a
-    token bound to a workspace sees that workspace's messages only."""
+    """``GET /v1/messages``: metadata and ``dlq_reason``, newest first, a page at a time. An
+    agent sees the messages it sent or received (a sidecar restoring its inbox lists what it
+    was delivered and has not read); a token bound to a workspace sees that workspace's."""
     if status is not None and status not in set(Status):
         raise RequestInvalid(f"status takes one of {', '.join(Status)}", field="status")
+    party = who.agent_id if isinstance(who, AgentPrincipal) else None
     filters = {
-        "workspace_id": token.workspace_id,
+        "party_agent_id": party,
+        "workspace_id": None if party else who.workspace_id,
         "status": status,
         "from_agent_id": _agent_filter("from", sender),
         "to_agent_id": _agent_filter("to", recipient),
     }
     limit, before = max(1, min(limit, LIST_MAX)), cursors.decode(LIST_CURSOR, cursor)
-    async with tenant_transaction(gw.pool, SCOPE, token.tenant_id) as conn:
+    async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
         rows = await messages.list_messages(
-            conn, token.tenant_id, filters=filters, before=before, limit=limit
+            conn, who.tenant_id, filters=filters, before=before, limit=limit
         )
     return {
         "items": [{**message_view(row), "dlq_reason": row["dlq_reason"]} for row in rows],

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentbus.delivery.domain import ACK_WAIT_S
-from agentbus.gateway.wire import b64url_encode, format_ts
+from agentbus.gateway.views import sender_key_view
+from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id
 
 Row = dict[str, Any]
@@ -21,21 +22,13 @@ def delivery_view(
     envelope: dict[str, Any],
     keys: dict[uuid.UUID, Row],
 ) -> dict[str, Any]:
-    key = keys.get(row["signing_key_id"])
-    sender_key = None
-    if key is not None:
-        sender_key = {
-            "id": format_id("key", key["id"]),
-            "public_key": b64url_encode(bytes(key["public_key"])),
-            "expires_at": format_ts(key["expires_at"]),
-        }
     return {
         "msg_id": format_id("msg", row["id"]),
         "stream_seq": stream_seq,
         "attempt": attempt,
         "ack_token": token,
         "ack_deadline": format_ts(datetime.now(UTC) + timedelta(seconds=ACK_WAIT_S)),
-        "sender_key": sender_key,
+        "sender_key": sender_key_view(keys.get(row["signing_key_id"])),
         "envelope": envelope,
     }
 

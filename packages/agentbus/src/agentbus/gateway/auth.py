@@ -6,6 +6,9 @@
   (AB-1005, AB-1006), then the agent's current state: not disabled or deleted (AB-1014), tenant
   active (AB-1013), originating token neither revoked (AB-1003) nor expired (AB-1004); AB-1007
   without the scope. Returns an ``AgentPrincipal``.
+- ``authenticate_either``: either of the two (routes for agents and operators alike);
+  ``authenticate_reader``: an agent credential, or a token with ``read_audit`` or ``admin``
+  (AB-1007 without), for the routes that read messages.
 
 ``require_*`` are FastAPI dependencies; plain Starlette routes call ``authenticate_*`` directly.
 """
@@ -35,7 +38,6 @@ __all__ = [
     "AgentPrincipal",
     "Reader",
     "authenticate_agent",
-    "authenticate_auditor",
     "authenticate_either",
     "authenticate_reader",
     "authenticate_token",
@@ -80,10 +82,6 @@ def _auditor(token: VerifiedToken) -> VerifiedToken:
             "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
         )
     return token
-
-
-async def authenticate_auditor(gw: Gateway, conn: HTTPConnection) -> VerifiedToken:
-    return _auditor(await authenticate_token(gw, conn))
 
 
 async def authenticate_either(gw: Gateway, conn: HTTPConnection) -> Reader:

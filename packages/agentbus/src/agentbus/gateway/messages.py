@@ -1,9 +1,10 @@
 """Reading one message (04-API-SPEC §4.3): metadata for its sender and recipient and for the
 tenant's operators, and with ``include=envelope`` the reconstructed, signed envelope with its
-decrypted ``data``. An operator's read of a payload is an elevated action: it writes an
-``audit_actions`` row ``message.view_payload`` in the transaction that found the message, and
-the payload is answered only once that row has committed (a payload that then fails to load
-leaves the row: the attempt is what is recorded)."""
+decrypted ``data`` and the key it was signed with (``sender_key``, as on a delivery). An
+operator's read of a payload is an elevated action: it writes an ``audit_actions`` row
+``message.view_payload`` in the transaction that found the message, and the payload is answered
+only once that row has committed (a payload that then fails to load leaves the row: the attempt
+is what is recorded)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import rebuild_envelope
 from agentbus.gateway.store import messages
-from agentbus.gateway.views import message_view
+from agentbus.gateway.views import message_view, sender_key_view
 from agentbus.ids import InvalidId, format_id, parse_id
 
 VIEW_PAYLOAD = "message.view_payload"
@@ -67,7 +68,11 @@ async def read_message(
                 conn, gw, reader, VIEW_PAYLOAD, target_type="message",
                 target_id=format_id("msg", msg_id), client=client,
             )  # fmt: skip
+        key = None
+        if envelope:
+            key = await gw.directory.key(conn, reader.tenant_id, row["signing_key_id"])
     body = message_view(row)
     if envelope:
         body["envelope"] = rebuild_envelope(row, await load_payload(gw, row))
+        body["sender_key"] = sender_key_view(key)
     return body

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from agentbus.gateway.wire import format_ts
+from agentbus.gateway.wire import b64url_encode, format_ts
 from agentbus.ids import format_id
 
 Row = dict[str, Any]
@@ -41,6 +41,17 @@ def key_view(row: Row) -> dict[str, Any]:
         "fingerprint": row["fingerprint"],
         "spiffe_id": row["spiffe_id"],
         "expires_at": ts(row["expires_at"]),
+    }
+
+
+def sender_key_view(key: Row | None) -> dict[str, Any] | None:
+    """The key an envelope was signed with, beside it so its reader can verify it (04 §5.1)."""
+    if key is None:
+        return None
+    return {
+        "id": format_id("key", key["id"]),
+        "public_key": b64url_encode(bytes(key["public_key"])),
+        "expires_at": ts(key["expires_at"]),
     }
 
 

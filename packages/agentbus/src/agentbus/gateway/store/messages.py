@@ -201,10 +201,14 @@ async def list_messages(
     limit: int,
 ) -> list[Row]:
     """Newest first, with the recipient's ``dlq_reason``; ``filters`` holds any of
-    ``workspace_id``, ``status``, ``from_agent_id`` and ``to_agent_id``, and ``before`` the
-    (accepted_at, id) of the last row of the previous page."""
+    ``party_agent_id`` (its sender or recipient), ``workspace_id``, ``status``, ``from_agent_id``
+    and ``to_agent_id``, and ``before`` the (accepted_at, id) of the last row of the previous
+    page."""
     where = ["m.tenant_id = %s"]
     params: list[Any] = [tenant_id]
+    if filters.get("party_agent_id") is not None:
+        where.append("(m.from_agent_id = %s OR m.to_agent_id = %s)")
+        params += [filters["party_agent_id"]] * 2
     for column in ("workspace_id", "status", "from_agent_id", "to_agent_id"):
         if filters.get(column) is not None:
             where.append(f"m.{column} = %s")  # column names from the tuple above, never input
