@@ -539,3 +539,35 @@ async def test_an_agent_finds_its_peers_by_capability_and_name(pair: World) -> N
     named = (await alice.cli("agents", "--query", bob.name))["agents"]
     assert bob.address in [a["address"] for a in named]
     assert (await alice.cli("agents", "--status", "lost", expect=4))["error"]["code"] == "AB-8001"
+
+
+async def test_after_state_db_is_lost_resync_restores_what_was_delivered_and_not_read(
+    pair: World,
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    first = (await alice.cli("send", bob.address, "read before the loss"))["msg_id"]
+    second = (await alice.cli("send", bob.address, "delivered, not read"))["msg_id"]
+    await bob.cli("inbox")  # stores both and sends their transport acks
+    await bob.cli("read", first)
+    await bob.cli("inbox")  # flushes the read
+
+    async def settled() -> bool:
+        statuses = [await pair.stack.message_status(m) for m in (first, second)]
+        return statuses == ["read", "delivered"]
+
+    await until(settled, 30, "first read and second delivered at the gateway")
+    shutil.rmtree(bob.state_dir)  # the disk is gone; credentials.json survives
+
+    listed = await bob.cli("inbox", "--resync")
+
+    assert listed["resync"] == {second: "stored"}, listed
+    assert [m["msg_id"] for m in listed["messages"]] == [second]
+    again = await bob.cli("inbox", "--resync")
+    assert again["resync"] == {second: "duplicate"}, again
+    await bob.cli("read", second)
+    await bob.cli("inbox")
+    await until(lambda: _status_is(pair, second, "read"), 30, "the restored message read")
+
+
+async def _status_is(pair: World, msg_id: str, status: str) -> bool:
+    return await pair.stack.message_status(msg_id) == status

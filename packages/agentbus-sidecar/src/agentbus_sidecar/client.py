@@ -202,6 +202,9 @@ class GatewayClient:
         params = {k: v for k, v in (("role", role), ("state", state)) if v}
         return await self._json("GET", "/v1/tasks", bearer=bearer, params=params)
 
+    async def list_messages(self, bearer: str, params: dict[str, Any]) -> dict[str, Any]:
+        return await self._json("GET", "/v1/messages", bearer=bearer, params=params)
+
     async def list_agents(self, bearer: str, params: dict[str, Any]) -> dict[str, Any]:
         return await self._json("GET", "/v1/agents", bearer=bearer, params=params)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +24,7 @@ from agentbus_sidecar.cli.common import (
 from agentbus_sidecar.cli.render import inbox_item, print_inbox, show_envelope, show_outcome
 from agentbus_sidecar.clock import server_now, utcnow
 from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, GatewayUnreachable
+from agentbus_sidecar.resync import resync
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox
 from agentbus_sidecar.sync import sync_once
@@ -88,13 +90,22 @@ def inbox_command(
         bool, typer.Option("--sync/--no-sync", help="Fetch from the gateway first.")
     ] = True,
     wait: Annotated[int, typer.Option("--wait", min=0, max=30, help="Long-poll seconds.")] = 0,
+    resync_first: Annotated[
+        bool,
+        typer.Option(
+            "--resync", help="First restore delivered, unread messages a lost state.db held."
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """List messages: new ones are presented (marked *) until read or acked."""
+    restored: list[tuple[str, str]] = []
 
     async def act() -> tuple[list[dict[str, Any]], str | None]:
         note = None
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            if resync_first:
+                restored.extend(await resync(rt))
             if sync:
                 try:
                     report = await sync_once(rt, wait_s=wait)
@@ -109,6 +120,9 @@ def inbox_command(
         items, note = run(act())
 
     def human(out: Console) -> None:
+        if restored:
+            counts = Counter(outcome for _, outcome in restored)
+            out.print("resync: " + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())))
         if note:
             out.print(f"[yellow]offline:[/] {note}; showing the local inbox")
         if items:
@@ -116,7 +130,10 @@ def inbox_command(
         else:
             out.print("no messages")
 
-    emit(as_json, {"messages": items, "offline": note}, human)
+    data: dict[str, Any] = {"messages": items, "offline": note}
+    if resync_first:
+        data["resync"] = dict(restored)
+    emit(as_json, data, human)
 
 
 @app.command(name="read", rich_help_panel=PANEL)

@@ -33,6 +33,7 @@ __all__ = [
     "mark_transport_acked",
     "present",
     "remove",
+    "restore",
     "store_delivery",
     "unread_count",
 ]
@@ -68,6 +69,59 @@ def _queue_read(conn: sqlite3.Connection, msg_id: str, now: datetime, outcome: s
 
 def unread_count(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM inbox WHERE read_at IS NULL").fetchone()[0])
+
+
+def _insert(conn: sqlite3.Connection, d: Delivery, now: datetime, *, acked: bool = False) -> None:
+    """The inbox row and the ``seen_msg_ids`` row of a message taken into custody; ``acked``:
+    its transport ack is already recorded at the gateway."""
+    env = d.envelope
+    highest = conn.execute(
+        "SELECT max(stream_seq) FROM inbox WHERE conversation_id = ? AND from_address = ?",
+        (env["conversation"], env["source"]),
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO inbox (msg_id, stream_seq, conversation_id, type, from_address, "
+        "trace_id, expires_at, envelope, received_at, attempt, out_of_order, transport_acked) "
+        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            d.msg_id,
+            d.stream_seq,
+            env["conversation"],
+            env["type"],
+            env["source"],
+            str(env["traceparent"]).split("-")[1],
+            env.get("expires"),
+            canonical_json(env),
+            format_ts(now),
+            d.attempt,
+            int(highest is not None and highest > d.stream_seq),
+            int(acked),
+        ),
+    )
+    conn.execute(
+        "INSERT INTO seen_msg_ids (msg_id, seen_at) VALUES (?, ?)", (d.msg_id, format_ts(now))
+    )
+
+
+def _known(conn: sqlite3.Connection, msg_id: str) -> bool:
+    return bool(
+        conn.execute("SELECT 1 FROM inbox WHERE msg_id = ?", (msg_id,)).fetchone()
+        or conn.execute("SELECT 1 FROM seen_msg_ids WHERE msg_id = ?", (msg_id,)).fetchone()
+    )
+
+
+def restore(conn: sqlite3.Connection, d: Delivery, now: datetime) -> Outcome:
+    """Take back a verified message the gateway delivered to this agent before its state.db
+    was lost (05 §10.5): stored as if just received, with no transport ack queued (the gateway
+    has recorded one); a message known here, or expired, is left alone."""
+    with transaction(conn):
+        if _known(conn, d.msg_id):
+            return Outcome.DUPLICATE
+        expires = d.envelope.get("expires")
+        if isinstance(expires, str) and parse_ts(expires) <= now:
+            return Outcome.EXPIRED
+        _insert(conn, d, now, acked=True)
+    return Outcome.STORED
 
 
 def store_delivery(
@@ -109,31 +163,7 @@ def store_delivery(
             }
             outbox.put(conn, outbox.nak_id(d.msg_id), "nak", body, now)
             return Outcome.DEFERRED
-        highest = conn.execute(
-            "SELECT max(stream_seq) FROM inbox WHERE conversation_id = ? AND from_address = ?",
-            (env["conversation"], env["source"]),
-        ).fetchone()[0]
-        conn.execute(
-            "INSERT INTO inbox (msg_id, stream_seq, conversation_id, type, from_address, "
-            "trace_id, expires_at, envelope, received_at, attempt, out_of_order) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                d.msg_id,
-                d.stream_seq,
-                env["conversation"],
-                env["type"],
-                env["source"],
-                str(env["traceparent"]).split("-")[1],
-                expires,
-                canonical_json(env),
-                format_ts(now),
-                d.attempt,
-                int(highest is not None and highest > d.stream_seq),
-            ),
-        )
-        conn.execute(
-            "INSERT INTO seen_msg_ids (msg_id, seen_at) VALUES (?, ?)", (d.msg_id, format_ts(now))
-        )
+        _insert(conn, d, now)
         _queue_transport_ack(conn, d, now)
     return Outcome.STORED
 
