@@ -190,3 +190,30 @@ def test_unpresented_messages_expire(
     assert _outbox(db)[f"ack:{keep['msg_id']}:application"]["outcome"] == "expired"
     assert inbox.present(db, later) == []
     assert format_ts(later) == inbox.get(db, keep["msg_id"])["read_at"]  # type: ignore[index]
+
+
+def test_a_restored_message_is_stored_acked_and_queues_nothing(
+    db: sqlite3.Connection, make_delivery: DeliveryFactory
+) -> None:
+    raw = make_delivery(seq=3)
+    assert inbox.restore(db, _d(raw), utcnow()) is Outcome.STORED
+    row = inbox.get(db, raw["msg_id"])
+    assert row is not None
+    assert (row["stream_seq"], row["transport_acked"]) == (3, 1)
+    assert _outbox(db) == {}, "the gateway has its transport ack already"
+    assert inbox.restore(db, _d(raw), utcnow()) is Outcome.DUPLICATE
+    assert [r["msg_id"] for r in inbox.present(db, utcnow())] == [raw["msg_id"]]
+
+
+def test_an_expired_or_already_seen_message_is_not_restored(
+    db: sqlite3.Connection, make_delivery: DeliveryFactory
+) -> None:
+    gone = make_delivery(seq=1, expires=utcnow() + timedelta(seconds=1))
+    assert inbox.restore(db, _d(gone), utcnow() + timedelta(seconds=2)) is Outcome.EXPIRED
+    assert inbox.get(db, gone["msg_id"]) is None
+    seen = make_delivery(seq=2)
+    _store_acked(db, seen)
+    inbox.mark_read(db, seen["msg_id"], utcnow())
+    inbox.remove(db, seen["msg_id"])  # retention dropped the row; its id is still seen
+    assert inbox.restore(db, _d(seen), utcnow()) is Outcome.DUPLICATE
+    assert inbox.get(db, seen["msg_id"]) is None
