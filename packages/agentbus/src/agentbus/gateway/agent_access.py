@@ -1,5 +1,7 @@
 """Who may act on an agent: a token of its owner or of an admin of its workspace (credentials,
-changes, deletion, revoking keys), or the agent itself (its own keys and self-description)."""
+changes, deletion, revoking keys), or the agent itself (its own keys and self-description).
+Changing, deleting and revoking also need a token scope that manages agents (``register`` or
+``admin``, AB-1007): a token that only sends or receives for an agent cannot remove it."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
-from agentbus.errors import RoleRequired, WorkspaceMismatch
+from agentbus.errors import InsufficientScope, RoleRequired, WorkspaceMismatch
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store import agents
@@ -27,6 +29,20 @@ async def check_token_over_agent(conn: Conn, token: VerifiedToken, agent: dict[s
             raise RoleRequired("only the agent's owner or a workspace admin may do this")
 
 
+MANAGE_SCOPES = frozenset({"register", "admin"})
+
+
+async def check_token_manages_agent(
+    conn: Conn, token: VerifiedToken, agent: dict[str, Any]
+) -> None:
+    """``check_token_over_agent`` for a token with ``register`` or ``admin``."""
+    if not token.scopes & MANAGE_SCOPES:
+        raise InsufficientScope(
+            "managing an agent takes a token with 'register' or 'admin'", scope="register"
+        )
+    await check_token_over_agent(conn, token, agent)
+
+
 def check_itself(who: AgentPrincipal, agent: dict[str, Any], what: str) -> None:
     """An agent credential acts on its own agent only (AB-1008)."""
     if who.agent_id != agent["id"]:
@@ -34,8 +50,8 @@ def check_itself(who: AgentPrincipal, agent: dict[str, Any], what: str) -> None:
 
 
 async def check_acting(conn: Conn, who: Reader, agent: dict[str, Any], what: str) -> None:
-    """The agent itself, or a token of its owner or of an admin of its workspace."""
+    """The agent itself, or a managing token of its owner or of an admin of its workspace."""
     if isinstance(who, AgentPrincipal):
         check_itself(who, agent, what)
     else:
-        await check_token_over_agent(conn, who, agent)
+        await check_token_manages_agent(conn, who, agent)

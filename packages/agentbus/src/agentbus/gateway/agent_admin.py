@@ -31,7 +31,7 @@ from agentbus.db import SCOPE
 from agentbus.delivery import notices, outcomes
 from agentbus.delivery.notices import Notes
 from agentbus.errors import RequestInvalid, RoleRequired
-from agentbus.gateway.agent_access import check_acting, check_token_over_agent
+from agentbus.gateway.agent_access import check_acting, check_token_manages_agent
 from agentbus.gateway.agent_directory import find_visible_agent, full_agent_view
 from agentbus.gateway.agent_spec import (
     GENERATED_CARD_KEYS,
@@ -113,7 +113,7 @@ async def update_agent(gw: Gateway, who: Reader, agent_ref: str, patch: AgentPat
 async def delete_agent(gw: Gateway, token: VerifiedToken, agent_ref: str) -> None:
     async with tenant_transaction(gw.pool, SCOPE, token.tenant_id) as conn:
         agent = await find_visible_agent(conn, token, agent_ref)
-        await check_token_over_agent(conn, token, agent)
+        await check_token_manages_agent(conn, token, agent)
         await agents.mark_deleted(conn, token.tenant_id, agent["id"])
         notes: Notes = []
         discarded = await outcomes.recipient_deleted(conn, token.tenant_id, agent["id"], notes)
