@@ -34,7 +34,7 @@ from agentbus.db import SCOPE
 from agentbus.errors import NotFound, StateConflict
 from agentbus.gateway.agent_access import check_acting, check_itself
 from agentbus.gateway.agent_directory import find_visible_agent
-from agentbus.gateway.agent_spec import fingerprint, public_key_of
+from agentbus.gateway.agent_spec import fingerprint, key_usable, public_key_of
 from agentbus.gateway.audit import record_api_action
 from agentbus.gateway.auth import Reader
 from agentbus.gateway.bodies import Body
@@ -55,10 +55,6 @@ Row = dict[str, Any]
 class NewKey(Body):
     public_key: str = Field(max_length=64)
     proof: str = Field(max_length=4096)
-
-
-def usable(key: Row, now: datetime) -> bool:
-    return key["revoked_at"] is None and key["expires_at"] > now
 
 
 def full_key_view(key: Row) -> dict[str, Any]:
@@ -95,7 +91,7 @@ async def add_key(
         check_itself(principal, agent, "add keys")
         keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
         signing = next((k for k in keys if k["id"] == principal.key_id), None)
-        if signing is None or not usable(signing, now):
+        if signing is None or not key_usable(signing, now):
             raise KeyUnusable("the credential's key is revoked or expired; it cannot add keys")
         verify_key_proof(
             body.proof, public, subject=format_id("agt", agent["id"]), replay=gw.proofs
@@ -105,7 +101,7 @@ async def add_key(
             if held["revoked_at"] is not None:
                 raise StateConflict("this key was revoked; a revoked key is not taken back")
             return full_key_view(held), False
-        if sum(usable(k, now) for k in keys) >= MAX_USABLE_KEYS:
+        if sum(key_usable(k, now) for k in keys) >= MAX_USABLE_KEYS:
             raise StateConflict(
                 f"an agent holds at most {MAX_USABLE_KEYS} usable keys; revoke one first"
             )
@@ -133,7 +129,7 @@ async def revoke_key(gw: Gateway, who: Reader, agent_ref: str, key_ref: str) -> 
             raise NotFound(f"no key {key_ref}")
         if key["revoked_at"] is not None:
             return  # revoked already: the same end state
-        if not any(usable(k, now) for k in keys if k["id"] != key_id):
+        if not any(key_usable(k, now) for k in keys if k["id"] != key_id):
             raise StateConflict("this is the agent's last usable key; add its successor first")
         revoked = await agents.revoke_key(conn, tid, key_id)
         assert revoked is not None  # locked above, and not revoked yet

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 from typing import Any, Literal
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -56,6 +57,11 @@ def public_key_of(text: str) -> tuple[bytes, Ed25519PublicKey]:
         raise RequestInvalid(
             str(exc), errors=[{"pointer": "/public_key", "reason": str(exc)}]
         ) from None
+
+
+def key_usable(key: dict[str, Any], now: datetime) -> bool:
+    """An ``agent_keys`` row that may sign and prove: neither revoked nor expired."""
+    return key["revoked_at"] is None and key["expires_at"] > now
 
 
 def fingerprint(raw_public: bytes) -> str:

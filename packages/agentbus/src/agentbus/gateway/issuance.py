@@ -16,6 +16,7 @@ from agentbus.db import SCOPE
 from agentbus.errors import InsufficientScope, NotFound
 from agentbus.gateway import credentials
 from agentbus.gateway.agent_access import check_token_over_agent
+from agentbus.gateway.agent_spec import key_usable
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import AgentDisabled, KeyProofInvalid, KeyUnusable
@@ -47,7 +48,7 @@ async def _proven_key(
     key = await agents.get_key(conn, tenant_id, key_id)
     if key is None or key["agent_id"] != agent_id:
         raise KeyProofInvalid("the key proof names a key of another agent")
-    if key["revoked_at"] is not None or key["expires_at"] <= datetime.now(UTC):
+    if not key_usable(key, datetime.now(UTC)):
         raise KeyUnusable("the agent key is revoked or expired")
     public = Ed25519PublicKey.from_public_bytes(bytes(key["public_key"]))
     verify_key_proof(proof, public, subject=format_id("agt", agent_id), replay=gw.proofs)

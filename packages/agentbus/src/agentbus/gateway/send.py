@@ -36,6 +36,7 @@ from agentbus.errors import AgentBusError
 from agentbus.gateway import errors as e
 from agentbus.gateway.accept import Task, finish_sends, insert_rows, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
+from agentbus.gateway.agent_spec import key_usable
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import admit
 from agentbus.gateway.envelope import (
@@ -63,12 +64,7 @@ async def _usable_key(
     conn: Conn, gw: Gateway, env: Parsed, principal: AgentPrincipal, now: datetime
 ) -> bytes:
     key = await gw.directory.key(conn, principal.tenant_id, env.key_id)
-    if (
-        key is None
-        or key["agent_id"] != principal.agent_id
-        or key["revoked_at"] is not None
-        or key["expires_at"] <= now
-    ):
+    if key is None or key["agent_id"] != principal.agent_id or not key_usable(key, now):
         raise e.SigningKeyUnusable(f"{env.raw['keyid']} is not a usable key of the sender")
     return bytes(key["public_key"])
 
