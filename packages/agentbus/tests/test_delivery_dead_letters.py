@@ -16,12 +16,11 @@ from agentbus.delivery.dlq import DeadLetterWorker, ensure_advisory_stream
 from agentbus.delivery.domain import MAX_DELIVER
 from agentbus.delivery.sweeper import Sweeper
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from agentbus.tasks import sweeper as task_sweeper
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 REVIEW = [{"name": "code.review", "version": "1"}]
@@ -29,15 +28,6 @@ REVIEW = [{"name": "code.review", "version": "1"}]
 
 def task_request(alice: SimAgent, bob: SimAgent, key: str, **data: Any) -> Json:
     return alice.task_request(bob.address, key, {"instructions": "review", **data})
-
-
-async def send(client: httpx.AsyncClient, agent: SimAgent, env: Json, path: str) -> None:
-    reply = await client.post(
-        path,
-        content=canonical_json(agent.sign(env)),
-        headers={**agent.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
 
 
 async def facts(gateway: Gateway, world: World, msg_id: str) -> Json:
@@ -73,7 +63,7 @@ async def test_max_deliver_dead_letters_through_the_advisory(
     client, (world, alice, bob) = gateway_client, trio
     await ensure_advisory_stream(gateway.broker)
     env = task_request(alice, bob, "poison")
-    await send(client, alice, env, "/v1/tasks")
+    await post_envelope(client, alice, env, "/v1/tasks")
     for attempt in range(1, MAX_DELIVER + 1):
         polled = await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
         [delivery] = polled.json()["deliveries"]
@@ -108,7 +98,7 @@ async def test_sweeper_backstop_dead_letters_a_stuck_fetch(
 ) -> None:
     client, (world, alice, bob) = gateway_client, trio
     env = alice.envelope(bob.address, {"text": "stuck"})
-    await send(client, alice, env, "/v1/messages")
+    await post_envelope(client, alice, env, "/v1/messages")
     await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
     sweeper = Sweeper(gateway.pool, gateway.broker)
     assert await sweeper.dead_letter_once() == 0  # one attempt, just fetched: nothing to do
@@ -132,11 +122,11 @@ async def test_expiry_sweeper_expires_undelivered_messages_and_their_tasks(
 ) -> None:
     client, (world, alice, bob) = gateway_client, trio
     request = task_request(alice, bob, "expiring")
-    await send(client, alice, request, "/v1/tasks")
+    await post_envelope(client, alice, request, "/v1/tasks")
     plain = alice.envelope(bob.address, {"text": "no expiry, but old"})
-    await send(client, alice, plain, "/v1/messages")
+    await post_envelope(client, alice, plain, "/v1/messages")
     kept = alice.envelope(bob.address, {"text": "fresh"})
-    await send(client, alice, kept, "/v1/messages")
+    await post_envelope(client, alice, kept, "/v1/messages")
     async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
         await admin.execute("SELECT ensure_message_partitions(3, now() - interval '40 days')")
         await admin.execute(
@@ -174,7 +164,7 @@ async def test_tasks_expire_at_their_deadline(
     client, (world, alice, bob) = gateway_client, trio
     soon = format_ts(datetime.now(UTC) + timedelta(hours=1))
     request = task_request(alice, bob, "deadline", deadline=soon)
-    await send(client, alice, request, "/v1/tasks")
+    await post_envelope(client, alice, request, "/v1/tasks")
     assert await task_sweeper.expire_once(gateway.pool) == 0
     async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
         await admin.execute(

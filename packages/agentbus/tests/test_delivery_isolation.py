@@ -4,29 +4,17 @@ credential are bound to its own tenant and agent) or through the store (RLS)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import httpx
 from agentbus.db import SCOPE
 from agentbus.delivery import outcomes, store
 from agentbus.delivery.domain import Status
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, enroll, make_world
+from agentbus.gateway.testkit import enroll, make_world, post_envelope
 from agentbus.ids import parse_id
 from agentbus.tasks import store as task_store
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 SCHEMA = "https://agentbus.exchange/schemas/"
-
-
-async def post(client: httpx.AsyncClient, agent: SimAgent, path: str, env: dict[str, Any]) -> int:
-    reply = await client.post(
-        path,
-        content=canonical_json(agent.sign(env)),
-        headers={**agent.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    return reply.status_code
 
 
 async def test_another_tenant_can_neither_receive_nor_settle(
@@ -47,7 +35,7 @@ async def test_another_tenant_can_neither_receive_nor_settle(
         idempotencykey="k",
         capability="code.review",
     )
-    assert await post(client, alice, "/v1/tasks", request) == 202
+    await post_envelope(client, alice, request, "/v1/tasks")
 
     polled = await client.get("/v1/inbox", params={"wait_s": 1}, headers=eve.headers())
     assert polled.json()["deliveries"] == []
@@ -86,7 +74,7 @@ async def test_row_level_security_hides_the_rows_from_another_tenant_scope(
     acme, globex = await make_world(gateway, "acme"), await make_world(gateway, "globex")
     alice, bob = await enroll(client, acme, "alice"), await enroll(client, acme, "bob")
     env = alice.envelope(bob.address, {"text": "private"})
-    assert await post(client, alice, "/v1/messages", env) == 202
+    await post_envelope(client, alice, env, "/v1/messages")
     await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
     msg, agent = parse_id("msg", env["id"]), parse_id("agt", bob.agent_id)
 

@@ -11,9 +11,8 @@ from typing import Any
 import httpx
 import pytest
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
 from fastapi import FastAPI
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 
@@ -76,15 +75,6 @@ class Socket:
             await asyncio.wait_for(asyncio.gather(self.task, return_exceptions=True), 10)
 
 
-async def send(client: httpx.AsyncClient, sender: SimAgent, env: Json) -> None:
-    reply = await client.post(
-        "/v1/messages",
-        content=canonical_json(sender.sign(env)),
-        headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
-    )
-    assert reply.status_code == 202, reply.text
-
-
 @pytest.fixture
 async def pair(
     gateway: Gateway, gateway_client: httpx.AsyncClient
@@ -110,7 +100,7 @@ async def test_credit_delivery_ack_and_read_over_the_socket(
         assert (hello["type"], hello["ack_wait_ms"], hello["max_deliver"]) == ("hello", 30000, 10)
         await ws.send({"type": "credit", "id": "c1", "n": 1})
         env = alice.envelope(bob.address, {"text": "over the socket"})
-        await send(gateway_client, alice, env)
+        await post_envelope(gateway_client, alice, env)
         delivery = await ws.receive()
         assert delivery["type"] == "delivery"
         assert delivery["msg_id"] == env["id"]

@@ -17,12 +17,18 @@ from agentbus.broker import stream_name
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.directory import DIRECTORY_TTL_S
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    post_envelope,
+    post_signed,
+)
 from agentbus.store.audit_actions import list_audit_actions
 from agentbus.store.integration_tokens import verify_integration_token
 from nats.js.errors import NotFoundError
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
@@ -38,12 +44,6 @@ async def _patch(
 
 def _owner(world: World) -> dict[str, str]:
     return {"Authorization": f"Bearer {world.token}"}
-
-
-async def _send(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent) -> httpx.Response:
-    env = sender.sign(sender.envelope(to.address, {"text": "hello"}))
-    headers = {**sender.headers(), "Content-Type": "application/cloudevents+json"}
-    return await client.post("/v1/messages", content=canonical_json(env), headers=headers)
 
 
 async def test_an_agent_changes_what_it_says_about_itself_and_nothing_else(
@@ -86,7 +86,7 @@ async def test_a_disabled_agent_neither_sends_nor_receives_until_enabled(
     alice, bob = await enroll(client, world, "alice"), await enroll(client, world, "bob")
     await _patch(client, bob, _owner(world), {"status": "disabled"}, 200)
     await asyncio.sleep(DIRECTORY_TTL_S + 0.1)
-    reply = await _send(client, alice, bob)
+    reply = await post_signed(client, alice, alice.envelope(bob.address, {"text": "hello"}))
     assert (reply.status_code, reply.json()["code"]) == (409, "AB-3003"), reply.text
     reply = await client.get("/v1/inbox", params={"wait_s": 0}, headers=bob.headers())
     assert (reply.status_code, reply.json()["code"]) == (403, "AB-1014"), reply.text
@@ -144,7 +144,7 @@ async def test_a_deleted_agents_waiting_messages_are_discarded_and_it_is_gone(
     reply = await client.delete(f"/v1/agents/{bob.agent_id}", headers=_owner(world))
     assert reply.status_code == 404, reply.text
     await asyncio.sleep(DIRECTORY_TTL_S + 0.1)
-    reply = await _send(client, alice, bob)
+    reply = await post_signed(client, alice, alice.envelope(bob.address, {"text": "hello"}))
     assert (reply.status_code, reply.json()["code"]) == (404, "AB-3002"), reply.text
     with pytest.raises(NotFoundError):
         await gateway.broker.js.consumer_info(

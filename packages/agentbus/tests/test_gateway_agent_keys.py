@@ -13,10 +13,16 @@ from agentbus.db import SCOPE
 from agentbus.gateway.agent_keys import MAX_USABLE_KEYS
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.directory import DIRECTORY_TTL_S
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    post_envelope,
+    post_signed,
+)
 from agentbus.store.audit_actions import list_audit_actions
 from platformkit.db.scope import tenant_transaction
-from wirekit import canonical_json
 
 Json = dict[str, Any]
 
@@ -38,12 +44,6 @@ async def _credential(client: httpx.AsyncClient, world: World, agent: SimAgent) 
     )
     assert reply.status_code == 200, reply.text
     return str(reply.json()["access_token"])
-
-
-async def _send(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent) -> httpx.Response:
-    env = sender.sign(sender.envelope(to.address, {"text": "signed"}))
-    headers = {**sender.headers(), "Content-Type": "application/cloudevents+json"}
-    return await client.post("/v1/messages", content=canonical_json(env), headers=headers)
 
 
 def _successor(agent: SimAgent) -> SimAgent:
@@ -75,7 +75,7 @@ async def test_an_agent_rotates_its_key_and_revokes_the_old_one(
     assert reply.status_code == 204, reply.text
     assert (await client.delete(old_key, headers=new.headers())).status_code == 204
     await asyncio.sleep(DIRECTORY_TTL_S + 0.1)  # every instance has seen the revocation
-    reply = await _send(client, alice, bob)
+    reply = await post_signed(client, alice, alice.envelope(bob.address, {"text": "hello"}))
     assert (reply.status_code, reply.json()["code"]) == (422, "AB-2012"), reply.text
     reply = await client.delete(
         f"/v1/agents/{alice.agent_id}/keys/{new.key_id}", headers=new.headers()

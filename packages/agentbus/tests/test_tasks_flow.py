@@ -9,8 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
-from wirekit import canonical_json
+from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_signed
 
 Json = dict[str, Any]
 SCHEMA = "https://agentbus.exchange/schemas/"
@@ -35,11 +34,7 @@ def verb_env(sender: SimAgent, to: SimAgent, request: Json, verb: str, data: Jso
 
 
 async def post(client: httpx.AsyncClient, agent: SimAgent, path: str, env: Json) -> httpx.Response:
-    return await client.post(
-        path,
-        content=canonical_json(agent.sign(env)),
-        headers={**agent.headers(), "Content-Type": "application/cloudevents+json"},
-    )
+    return await post_signed(client, agent, env, path)
 
 
 async def task_of(client: httpx.AsyncClient, agent: SimAgent, task_id: str) -> Json:

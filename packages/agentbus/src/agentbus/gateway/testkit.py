@@ -130,15 +130,22 @@ async def enroll(client: httpx.AsyncClient, world: World, name: str, **extra: An
     return agent
 
 
-async def post_envelope(
+async def post_signed(
     client: httpx.AsyncClient, sender: SimAgent, env: dict[str, Any], route: str = "/v1/messages"
-) -> dict[str, Any]:
-    """Sign ``env`` as ``sender`` and post it; the 202 answer (receipt, message, task)."""
-    reply = await client.post(
+) -> httpx.Response:
+    """Sign ``env`` as ``sender`` and post it; the answer, whatever it is."""
+    return await client.post(
         route,
         content=canonical_json(sender.sign(env)),
         headers={**sender.headers(), "Content-Type": "application/cloudevents+json"},
     )
+
+
+async def post_envelope(
+    client: httpx.AsyncClient, sender: SimAgent, env: dict[str, Any], route: str = "/v1/messages"
+) -> dict[str, Any]:
+    """Sign ``env`` as ``sender`` and post it; the 202 answer (receipt, message, task)."""
+    reply = await post_signed(client, sender, env, route)
     assert reply.status_code == 202, reply.text
     answer: dict[str, Any] = reply.json()
     return answer
