@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from agentbus.e2e import (
     Sidecar,
@@ -571,3 +572,31 @@ async def test_after_state_db_is_lost_resync_restores_what_was_delivered_and_not
 
 async def _status_is(pair: World, msg_id: str, status: str) -> bool:
     return await pair.stack.message_status(msg_id) == status
+
+
+async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World) -> None:
+    """A leaked key revoked by the owner: the agent cannot prove anything with it, so
+    ``agentbus keys rotate`` offers the new key with the integration token and keeps the
+    address."""
+    alice, bob = pair.alice, pair.bob
+    await alice.cli("send", bob.address, "before the leak")
+    stored = stored_credentials(alice)
+    owner = {"Authorization": f"Bearer {stored['integration_token']}"}
+    keys_path = f"/v1/agents/{stored['agent_id']}/keys"
+    elsewhere = generate_key()  # the owner installs the agent again elsewhere first
+    async with httpx.AsyncClient(base_url=pair.stack.url) as client:
+        body = {"public_key": public_key_b64url(elsewhere),
+                "proof": key_proof(elsewhere, stored["agent_id"], server_now())}  # fmt: skip
+        assert (await client.post(keys_path, json=body, headers=owner)).status_code == 201
+        revoked = await client.delete(f"{keys_path}/{stored['key_id']}", headers=owner)
+        assert revoked.status_code == 204, revoked.text
+    await asyncio.sleep(1.1)  # every gateway instance has seen the revocation
+    refused = await alice.cli("send", bob.address, "with the revoked key", expect=4)
+    assert "AB-2012" in refused["error"]["message"], refused
+
+    done = await alice.cli("keys", "rotate")
+
+    assert done["old_key_id"] == stored["key_id"]
+    sent = await alice.cli("send", bob.address, "with the new key")
+    assert sent["state"] == "sent", sent
+    assert stored_credentials(alice)["address"] == stored["address"]

@@ -123,7 +123,7 @@ async def test_keys_are_added_by_the_agent_itself_with_a_proof_by_the_new_key(
     assert (reply.status_code, reply.json()["code"]) == (409, "AB-8008"), reply.text
 
 
-async def test_tokens_list_and_revoke_keys_within_their_tenant(
+async def test_tokens_list_revoke_and_vouch_for_keys_within_their_tenant(
     gateway: Gateway, gateway_client: httpx.AsyncClient
 ) -> None:
     client, world = gateway_client, await make_world(gateway, "acme")
@@ -149,3 +149,15 @@ async def test_tokens_list_and_revoke_keys_within_their_tenant(
     body = {"public_key": later.public_key, "proof": later.proof(alice.agent_id)}
     reply = await client.post(keys_path, json=body, headers=alice.headers())
     assert (reply.status_code, reply.json()["code"]) == (401, "AB-1010"), reply.text
+    # but the owner's token vouches for a new key, and the agent keeps its address
+    reply = await client.post(keys_path, json=body, headers=operator)
+    assert reply.status_code == 201, reply.text
+    later.key_id = reply.json()["id"]
+    later.credential = (
+        await client.post(
+            f"/v1/agents/{alice.agent_id}/credentials",
+            json={"proof": later.proof(alice.agent_id, later.key_id)},
+            headers=operator,
+        )
+    ).json()["access_token"]
+    await post_envelope(client, later, later.envelope(later.address, {"text": "still me"}))

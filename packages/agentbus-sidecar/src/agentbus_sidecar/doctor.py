@@ -83,7 +83,7 @@ def _key_expiry(creds: Credentials) -> Check:
         return Check("key expiry", "warn", f"unreadable: {creds.key_expires_at!r}")
     left, when = expires_at - utcnow(), f"expires {creds.key_expires_at}"
     if left <= timedelta(0):
-        advice = "it can no longer sign or prove anything: register a new agent"
+        advice = "run `agentbus keys rotate`, which offers a new key with the integration token"
         return Check("key expiry", "fail", f"the key expired at {creds.key_expires_at}; {advice}")
     if rotation_due(expires_at, utcnow()):
         advice = "`agentbus sidecar run` rotates it, or run `agentbus keys rotate`"

@@ -10,6 +10,11 @@ The new private key is written to credentials.json (``next_private_key``) before
 asked, so a crash between the gateway taking it and the switch loses nothing: the next attempt
 offers the same key, which the gateway answers again. Only after its answer does the stored key
 become the new one (``private_key``, ``key_id``, ``key_expires_at``), in one atomic write.
+
+A key that was revoked (a leak) or has expired cannot prove anything, so no credential can be
+had with it (AB-1010). The new key is then offered with the integration token instead (it needs
+``register``, and its owner must own the agent or administer its workspace): the agent keeps its
+address and its conversations.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from datetime import datetime, timedelta
 
 from agentbus_sidecar.clock import parse_ts, server_now
 from agentbus_sidecar.credentials import save_credentials
-from agentbus_sidecar.errors import SidecarError
+from agentbus_sidecar.errors import GatewayError, SidecarError
 from agentbus_sidecar.keys import (
     fingerprint,
     generate_key,
@@ -33,6 +38,7 @@ from agentbus_sidecar.runtime import Runtime, record_identity
 __all__ = ["ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_due"]
 
 ROTATE_BEFORE = timedelta(days=30)
+KEY_UNUSABLE = "AB-1010"
 
 
 def rotation_due(expires_at: datetime, now: datetime) -> bool:
@@ -68,8 +74,16 @@ async def rotate_key(rt: Runtime) -> Rotation:
         creds.next_private_key = private_key_pem(generate_key())
         save_credentials(rt.creds_path, creds)
     new = load_private_key(creds.next_private_key)
-    proof = key_proof(new, rt.agent_id, server_now())
-    answer = await rt.session.call(rt.client.add_key, rt.agent_id, public_key_b64url(new), proof)
+    public = public_key_b64url(new)
+    try:
+        proof = key_proof(new, rt.agent_id, server_now())
+        answer = await rt.session.call(rt.client.add_key, rt.agent_id, public, proof)
+    except GatewayError as exc:
+        if exc.code != KEY_UNUSABLE or not creds.integration_token:
+            raise
+        # The current key can no longer prove anything: the owner's token vouches instead.
+        proof = key_proof(new, rt.agent_id, server_now())
+        answer = await rt.client.add_key(creds.integration_token, rt.agent_id, public, proof)
     if not isinstance(answer.get("id"), str):
         raise SidecarError("the gateway's answer names no key")
     old_key_id = rt.key_id

@@ -43,15 +43,10 @@ async def check_token_manages_agent(
     await check_token_over_agent(conn, token, agent)
 
 
-def check_itself(who: AgentPrincipal, agent: dict[str, Any], what: str) -> None:
-    """An agent credential acts on its own agent only (AB-1008)."""
-    if who.agent_id != agent["id"]:
-        raise RoleRequired(f"an agent may {what} only for itself")
-
-
 async def check_acting(conn: Conn, who: Reader, agent: dict[str, Any], what: str) -> None:
     """The agent itself, or a managing token of its owner or of an admin of its workspace."""
     if isinstance(who, AgentPrincipal):
-        check_itself(who, agent, what)
+        if who.agent_id != agent["id"]:
+            raise RoleRequired(f"an agent may {what} only for itself")
     else:
         await check_token_manages_agent(conn, who, agent)

@@ -7,10 +7,13 @@ expires or is revoked, so envelopes already signed and queued with the old key s
 - Listing: the agent itself, another agent that may see it (conventions §2), or an integration
   token of its tenant (and workspace, for a token bound to one).
 - Adding: the agent itself (AB-1008 for another), with a credential issued for a key that is
-  still usable, and a key proof by the new key (``sub`` = the agent id, no ``kid``). Adding a
-  key the agent already holds answers that key again (200), so a sidecar that crashed after the
-  gateway took its new key can ask again; a revoked key is not taken back (AB-8008). At most
-  ``MAX_USABLE_KEYS`` usable keys at a time (AB-8008).
+  still usable (AB-1010); or a managing token of its owner or of an admin of its workspace,
+  which is how an agent whose key was revoked or has expired gets a new one and keeps its
+  address. Either way with a key proof by the new key (``sub`` = the agent id, no ``kid``).
+  Adding a key the agent already holds answers that key again (200), so a sidecar that crashed
+  after the gateway took its new key can ask again; a revoked key is not taken back (AB-8008).
+  At most ``MAX_USABLE_KEYS`` usable keys at a time (AB-8008). Every key of an agent has its
+  ``spiffe_id``.
 - Revoking: the agent itself (AB-1008 for another), or a token of its owner or of an admin of
   its workspace. The agent's last usable key cannot be revoked (AB-8008): revoke after adding
   its successor.
@@ -32,7 +35,7 @@ from pydantic import Field
 
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound, StateConflict
-from agentbus.gateway.agent_access import check_acting, check_itself
+from agentbus.gateway.agent_access import check_acting
 from agentbus.gateway.agent_directory import find_visible_agent
 from agentbus.gateway.agent_spec import fingerprint, key_usable, public_key_of
 from agentbus.gateway.audit import record_api_action
@@ -81,18 +84,19 @@ async def list_keys(gw: Gateway, who: Reader, agent_ref: str) -> list[dict[str, 
 
 
 async def add_key(
-    gw: Gateway, principal: AgentPrincipal, agent_ref: str, body: NewKey
+    gw: Gateway, who: Reader, agent_ref: str, body: NewKey
 ) -> tuple[dict[str, Any], bool]:
     """The new key's view, and whether it was added now (False: the agent held it already)."""
     raw, public = public_key_of(body.public_key)
-    tid, now = principal.tenant_id, datetime.now(UTC)
+    tid, now = who.tenant_id, datetime.now(UTC)
     async with tenant_transaction(gw.pool, SCOPE, tid) as conn:
-        agent = await find_visible_agent(conn, principal, agent_ref)
-        check_itself(principal, agent, "add keys")
+        agent = await find_visible_agent(conn, who, agent_ref)
+        await check_acting(conn, who, agent, "add keys")
         keys = await agents.keys_of_agent(conn, tid, agent["id"], lock=True)
-        signing = next((k for k in keys if k["id"] == principal.key_id), None)
-        if signing is None or not key_usable(signing, now):
-            raise KeyUnusable("the credential's key is revoked or expired; it cannot add keys")
+        if isinstance(who, AgentPrincipal):
+            signing = next((k for k in keys if k["id"] == who.key_id), None)
+            if signing is None or not key_usable(signing, now):
+                raise KeyUnusable("the credential's key is revoked or expired; it cannot add keys")
         verify_key_proof(
             body.proof, public, subject=format_id("agt", agent["id"]), replay=gw.proofs
         )
@@ -107,11 +111,11 @@ async def add_key(
             )
         key = await agents.insert_key(
             conn, tid, key_id=uuid7(), agent_id=agent["id"], public_key=raw,
-            fingerprint=fingerprint(raw), spiffe_id=signing["spiffe_id"],
+            fingerprint=fingerprint(raw), spiffe_id=keys[0]["spiffe_id"],
             expires_at=now + KEY_LIFETIME,
         )  # fmt: skip
         await record_api_action(
-            conn, gw, principal, "agent.key.add", target_type="agent_key",
+            conn, gw, who, "agent.key.add", target_type="agent_key",
             target_id=format_id("key", key["id"]), details=_key_details(agent, key),
         )  # fmt: skip
     return full_key_view(key), True

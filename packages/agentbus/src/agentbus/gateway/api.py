@@ -118,10 +118,11 @@ async def get_agent_keys(request: Request, agent_id: str, who: Either) -> list[d
 
 
 @router.post("/v1/agents/{agent_id}/keys", status_code=201, tags=["agents"])
-async def post_agent_key(request: Request, agent_id: str, agent: Agent) -> JSONResponse:
-    """Add a key (rotation), proven by the new key: 201, or 200 for a key the agent holds."""
+async def post_agent_key(request: Request, agent_id: str, who: Either) -> JSONResponse:
+    """Add a key (rotation, or a new key after a revoked or expired one), proven by the new
+    key: 201, or 200 for a key the agent holds."""
     body = await read_model(request, agent_keys.NewKey)
-    view, added = await agent_keys.add_key(get_gateway(request), agent, agent_id, body)
+    view, added = await agent_keys.add_key(get_gateway(request), who, agent_id, body)
     return JSONResponse(view, status_code=201 if added else 200)
 
 
