@@ -170,7 +170,15 @@ async def test_doctor_against_a_live_gateway(pair: World) -> None:
     report = await pair.alice.cli("doctor")
 
     checks = {c["name"]: c["status"] for c in report["checks"]}
-    assert {"credentials", "agent key", "registration", "gateway", "clock skew"} <= set(checks)
+    assert {
+        "credentials",
+        "agent key",
+        "key expiry",
+        "registration",
+        "gateway",
+        "key at gateway",
+        "clock skew",
+    } <= set(checks)
     assert set(checks.values()) == {"ok"}, report
 
 
@@ -593,6 +601,9 @@ async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World
     await asyncio.sleep(1.1)  # every gateway instance has seen the revocation
     refused = await alice.cli("send", bob.address, "with the revoked key", expect=4)
     assert "AB-2012" in refused["error"]["message"], refused
+    checks = {c["name"]: c for c in (await alice.cli("doctor", expect=1))["checks"]}
+    assert checks["key at gateway"]["status"] == "fail", checks
+    assert "agentbus keys rotate" in checks["key at gateway"]["detail"]
 
     done = await alice.cli("keys", "rotate")
 
@@ -600,3 +611,4 @@ async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World
     sent = await alice.cli("send", bob.address, "with the new key")
     assert sent["state"] == "sent", sent
     assert stored_credentials(alice)["address"] == stored["address"]
+    assert (await alice.cli("doctor"))["status"] == "ok"

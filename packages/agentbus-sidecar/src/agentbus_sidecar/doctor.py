@@ -2,8 +2,8 @@
 
 Each check yields a Check(name, status, detail) with status ``ok``, ``warn`` or ``fail``:
 credentials file (present, mode 0600, well formed), agent key and its expiry, registration, state.db
-(integrity, WAL, schema version, size, stuck outbox rows) and the gateway (reachable, clock
-skew). Doctor never creates state.db and never prints a secret.
+(integrity, WAL, schema version, size, stuck outbox rows) and the gateway (reachable, the key
+not revoked there, clock skew). Doctor never creates state.db and never prints a secret.
 """
 
 from __future__ import annotations
@@ -137,11 +137,31 @@ def _store(path: Path) -> list[Check]:
     return checks
 
 
-async def _gateway(url: str) -> list[Check]:
+async def _key_at_gateway(client: GatewayClient, creds: Credentials) -> Check | None:
+    """Whether the gateway still takes the key (revoked after a leak?), asked with the
+    integration token: a credential could not be had with a revoked key."""
+    if not (creds.integration_token and creds.agent_id and creds.key_id):
+        return None
+    try:
+        keys = await client.list_keys(creds.integration_token, creds.agent_id)
+    except (GatewayError, GatewayUnreachable) as exc:
+        return Check("key at gateway", "warn", f"could not list the agent's keys: {exc}")
+    mine = next((k for k in keys if k.get("id") == creds.key_id), None)
+    if mine is None:
+        return Check("key at gateway", "fail", f"the gateway does not know {creds.key_id}")
+    if mine.get("revoked_at"):
+        advice = "run `agentbus keys rotate` (the integration token vouches for the new key)"
+        return Check("key at gateway", "fail", f"revoked at {mine['revoked_at']}; {advice}")
+    return Check("key at gateway", "ok", f"{creds.key_id} is usable")
+
+
+async def _gateway(creds: Credentials) -> list[Check]:
+    url = creds.gateway_url
     offsets: list[int] = []
     client = GatewayClient(url, on_clock_offset=offsets.append)
     try:
         response = await client.healthz()
+        key = await _key_at_gateway(client, creds)
     except GatewayUnreachable as exc:
         return [Check("gateway", "fail", str(exc))]
     except GatewayError as exc:
@@ -149,6 +169,8 @@ async def _gateway(url: str) -> list[Check]:
     finally:
         await client.aclose()
     checks = [Check("gateway", "ok", f"{url}/healthz answered {response.status_code}")]
+    if key is not None:
+        checks.append(key)
     if offsets:
         skew = offsets[-1]
         status = "ok" if abs(skew) <= SKEW_WARN_MS else "warn"
@@ -167,5 +189,5 @@ async def run_checks(creds_path: Path, state_dir: Path | None = None) -> list[Ch
         return checks
     if creds.agent_id:
         checks += _store(state_db_path(creds.agent_id, state_dir))
-    checks += await _gateway(creds.gateway_url)
+    checks += await _gateway(creds)
     return checks
