@@ -582,16 +582,13 @@ async def _status_is(pair: World, msg_id: str, status: str) -> bool:
     return await pair.stack.message_status(msg_id) == status
 
 
-async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World) -> None:
-    """A leaked key revoked by the owner: the agent cannot prove anything with it, so
-    ``agentbus keys rotate`` offers the new key with the integration token and keeps the
-    address."""
-    alice, bob = pair.alice, pair.bob
-    await alice.cli("send", bob.address, "before the leak")
-    stored = stored_credentials(alice)
+async def revoke_current_key(pair: World, agent: Sidecar) -> dict[str, Any]:
+    """The owner installs the agent again elsewhere (a new key, through the token), then
+    revokes the key ``agent``'s sidecar holds; ``agent``'s credentials.json as it was."""
+    stored = stored_credentials(agent)
     owner = {"Authorization": f"Bearer {stored['integration_token']}"}
     keys_path = f"/v1/agents/{stored['agent_id']}/keys"
-    elsewhere = generate_key()  # the owner installs the agent again elsewhere first
+    elsewhere = generate_key()
     async with httpx.AsyncClient(base_url=pair.stack.url) as client:
         body = {"public_key": public_key_b64url(elsewhere),
                 "proof": key_proof(elsewhere, stored["agent_id"], server_now())}  # fmt: skip
@@ -599,6 +596,16 @@ async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World
         revoked = await client.delete(f"{keys_path}/{stored['key_id']}", headers=owner)
         assert revoked.status_code == 204, revoked.text
     await asyncio.sleep(1.1)  # every gateway instance has seen the revocation
+    return stored
+
+
+async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World) -> None:
+    """A leaked key revoked by the owner: the agent cannot prove anything with it, so
+    ``agentbus keys rotate`` offers the new key with the integration token and keeps the
+    address."""
+    alice, bob = pair.alice, pair.bob
+    await alice.cli("send", bob.address, "before the leak")
+    stored = await revoke_current_key(pair, alice)
     refused = await alice.cli("send", bob.address, "with the revoked key", expect=4)
     assert "AB-2012" in refused["error"]["message"], refused
     checks = {c["name"]: c for c in (await alice.cli("doctor", expect=1))["checks"]}
@@ -612,3 +619,26 @@ async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World
     assert sent["state"] == "sent", sent
     assert stored_credentials(alice)["address"] == stored["address"]
     assert (await alice.cli("doctor"))["status"] == "ok"
+
+
+async def test_a_running_sidecar_replaces_a_revoked_key_by_itself(pair: World) -> None:
+    """Once its credential has to be renewed, the loop's heartbeat meets AB-1010 and the loop
+    rotates at once, through the token."""
+    alice, bob = pair.alice, pair.bob
+    await alice.cli("send", bob.address, "before the leak")
+    stored = await revoke_current_key(pair, alice)
+    alice.credentials.write_text(json.dumps({**stored, "agent_credential": None}))
+
+    await alice.start()
+    try:
+
+        async def replaced() -> dict[str, Any] | None:
+            now = stored_credentials(alice)
+            return now if now["key_id"] != stored["key_id"] else None
+
+        await until(replaced, 30, f"a new key in alice's credentials.json\n{alice.log()}")
+        assert "key rotated" in alice.log()
+    finally:
+        await alice.stop()
+    sent = await alice.cli("send", bob.address, "with the new key")
+    assert sent["state"] == "sent", sent

@@ -10,7 +10,8 @@ interleave inside one):
 - flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
   unpublished receipts, report unpresented messages that expired, heartbeat every 30 s,
   apply local retention every hour, and once a day replace the agent's key when 30 days or less
-  are left of it (``rotation``; an hour later again after a failure).
+  are left of it (``rotation``; an hour later again after a failure), or at once when a
+  heartbeat finds it unusable (revoked: AB-1010 once the credential is renewed).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from agentbus_sidecar.outbound import (
     flush_settlements,
     refresh_unpublished,
 )
-from agentbus_sidecar.rotation import key_expiry, rotate_key, rotation_due
+from agentbus_sidecar.rotation import KEY_UNUSABLE, key_expiry, rotate_key, rotation_due
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox
 from agentbus_sidecar.store.retention import prune
@@ -167,25 +168,38 @@ async def _flusher(
             log(f"{msg_id} failed for good: {error}")
         for msg_id in inbox.expire_unpresented(rt.conn, utcnow()):
             log(f"{msg_id} expired before it was presented")
+        key_unusable = False
         if loop.time() >= next_heartbeat:
             next_heartbeat = loop.time() + HEARTBEAT_S
-            body = {"status": "online", "host": socket.gethostname()}
-            with suppress(GatewayUnreachable, GatewayError):
-                await rt.session.call(rt.client.heartbeat, rt.agent_id, body)
+            key_unusable = await _heartbeat(rt)
         if loop.time() >= next_prune:
             next_prune = loop.time() + RETENTION_S
             removed = prune(rt.conn, utcnow())
             if any(removed.values()):
                 log(f"retention removed {removed}")
-        if loop.time() >= next_key_check:
-            next_key_check = loop.time() + await _keep_key_fresh(rt, log)
+        if key_unusable or loop.time() >= next_key_check:
+            next_key_check = loop.time() + await _keep_key_fresh(rt, log, now=key_unusable)
         await _sleep(stop, FLUSH_EVERY_S)
 
 
-async def _keep_key_fresh(rt: Runtime, log: Callable[[str], None]) -> float:
-    """Rotate the key if it is due; seconds until the next check."""
+async def _heartbeat(rt: Runtime) -> bool:
+    """Send a heartbeat; True when the gateway said the key can no longer prove anything
+    (revoked, or expired: AB-1010 when a credential was renewed)."""
+    body = {"status": "online", "host": socket.gethostname()}
     try:
-        if rotation_due(await key_expiry(rt), server_now()):
+        await rt.session.call(rt.client.heartbeat, rt.agent_id, body)
+    except GatewayUnreachable:
+        return False
+    except GatewayError as exc:
+        return exc.code == KEY_UNUSABLE
+    return False
+
+
+async def _keep_key_fresh(rt: Runtime, log: Callable[[str], None], *, now: bool = False) -> float:
+    """Rotate the key if it is due, or ``now`` (it is unusable); seconds until the next
+    check."""
+    try:
+        if now or rotation_due(await key_expiry(rt), server_now()):
             done = await rotate_key(rt)
             log(f"key rotated: now signing with {done.key_id}; {done.old_key_id} expires alone")
     except ConfigError:
