@@ -615,8 +615,10 @@ async def test_an_agent_whose_key_was_revoked_rotates_with_its_token(pair: World
     done = await alice.cli("keys", "rotate")
 
     assert done["old_key_id"] == stored["key_id"]
+    assert done["signed_again"] == [refused["error"]["msg_id"]]  # never accepted: goes again
     sent = await alice.cli("send", bob.address, "with the new key")
     assert sent["state"] == "sent", sent
+    assert await pair.stack.message_status(refused["error"]["msg_id"]) == "accepted"
     assert stored_credentials(alice)["address"] == stored["address"]
     assert (await alice.cli("doctor"))["status"] == "ok"
 

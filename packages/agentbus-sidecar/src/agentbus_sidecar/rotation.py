@@ -14,16 +14,20 @@ become the new one (``private_key``, ``key_id``, ``key_expires_at``), in one ato
 A key that was revoked (a leak) or has expired cannot prove anything, so no credential can be
 had with it (AB-1010). The new key is then offered with the integration token instead (it needs
 ``register``, and its owner must own the agent or administer its workspace): the agent keeps its
-address and its conversations.
+address and its conversations. Sends the gateway refused because the old key was revoked
+(AB-2012, parked) were never accepted; they are signed again with the new key and go back in
+line.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from agentbus_sidecar.clock import parse_ts, server_now
+from agentbus_sidecar.clock import parse_ts, server_now, utcnow
 from agentbus_sidecar.credentials import save_credentials
+from agentbus_sidecar.envelope import sign_envelope
 from agentbus_sidecar.errors import GatewayError, SidecarError
 from agentbus_sidecar.keys import (
     fingerprint,
@@ -34,11 +38,13 @@ from agentbus_sidecar.keys import (
     public_key_b64url,
 )
 from agentbus_sidecar.runtime import Runtime, record_identity
+from agentbus_sidecar.store import outbox
 
 __all__ = ["ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_due"]
 
 ROTATE_BEFORE = timedelta(days=30)
 KEY_UNUSABLE = "AB-1010"
+SIGNING_KEY_UNUSABLE = "AB-2012"
 
 
 def rotation_due(expires_at: datetime, now: datetime) -> bool:
@@ -52,6 +58,7 @@ class Rotation:
     key_id: str
     fingerprint: str
     expires_at: str | None
+    signed_again: list[str]  # sends refused for the old key (AB-2012), back in the outbox
 
 
 async def key_expiry(rt: Runtime) -> datetime:
@@ -92,4 +99,23 @@ async def rotate_key(rt: Runtime) -> Rotation:
     save_credentials(rt.creds_path, creds)
     rt.key = new
     record_identity(rt.conn, creds, new)
-    return Rotation(old_key_id, answer["id"], fingerprint(new), creds.key_expires_at)
+    again = _sign_refused_again(rt, old_key_id)
+    return Rotation(old_key_id, answer["id"], fingerprint(new), creds.key_expires_at, again)
+
+
+def _sign_refused_again(rt: Runtime, old_key_id: str) -> list[str]:
+    """Sends parked because the gateway refused the old key (revoked, AB-2012) were never
+    accepted: signed again with the new key, they go out in their order, under their ids."""
+    again = []
+    for row in outbox.rows(rt.conn, kind="send"):
+        refused_key = SIGNING_KEY_UNUSABLE in (row["last_error"] or "")
+        if row["next_attempt_at"] != outbox.PARKED or not refused_key:
+            continue
+        envelope = json.loads(bytes(row["body"]))
+        if envelope.get("keyid") != old_key_id:
+            continue
+        unsigned = {k: v for k, v in envelope.items() if k != "signature"}
+        signed = sign_envelope({**unsigned, "keyid": rt.key_id}, rt.key)
+        outbox.requeue_send(rt.conn, signed, utcnow())
+        again.append(str(envelope["id"]))
+    return again

@@ -202,6 +202,8 @@ async def _keep_key_fresh(rt: Runtime, log: Callable[[str], None], *, now: bool 
         if now or rotation_due(await key_expiry(rt), server_now()):
             done = await rotate_key(rt)
             log(f"key rotated: now signing with {done.key_id}; {done.old_key_id} expires alone")
+            for msg_id in done.signed_again:
+                log(f"{msg_id} signed again with the new key and queued")
     except ConfigError:
         raise
     except SidecarError as exc:  # the gateway away or refusing, an answer without a key

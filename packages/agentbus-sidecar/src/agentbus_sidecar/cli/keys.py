@@ -51,16 +51,19 @@ def keys_rotate(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     with guarded(as_json):
         done = run(act())
-    emit(
-        as_json,
-        done,
-        lambda out: out.print(
+
+    def human(out: Console) -> None:
+        out.print(
             f"now signing with {done['key_id']} (fingerprint {done['fingerprint']}, expires "
             f"{done['expires_at']}); {done['old_key_id']} stays usable until it expires or "
             f"`agentbus keys revoke {done['old_key_id']}`",
             markup=False,
-        ),
-    )
+        )
+        if done["signed_again"]:
+            count = len(done["signed_again"])
+            out.print(f"{count} send(s) refused for the old key signed again and queued")
+
+    emit(as_json, done, human)
 
 
 @keys_app.command(name="revoke")

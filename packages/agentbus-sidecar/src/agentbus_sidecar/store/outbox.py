@@ -39,6 +39,7 @@ __all__ = [
     "put",
     "queued_envelope",
     "record_failure",
+    "requeue_send",
     "rows",
 ]
 
@@ -141,6 +142,17 @@ def record_failure(
             (attempts, format_ts(next_at), error[:2000], row_id),
         )
     return next_at
+
+
+def requeue_send(conn: sqlite3.Connection, envelope: dict[str, Any], now: datetime) -> None:
+    """A parked send back in line with a new body (signed again): due now, its tries and error
+    forgotten."""
+    with transaction(conn):
+        conn.execute(
+            "UPDATE outbox SET body = ?, next_attempt_at = ?, attempts = 0, last_error = NULL "
+            "WHERE id = ? AND kind = 'send'",
+            (canonical_json(envelope), format_ts(now), envelope["id"]),
+        )
 
 
 def park(conn: sqlite3.Connection, row_id: str, error: str) -> None:
