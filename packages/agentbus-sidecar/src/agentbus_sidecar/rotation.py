@@ -40,7 +40,7 @@ from agentbus_sidecar.keys import (
 from agentbus_sidecar.runtime import Runtime, record_identity
 from agentbus_sidecar.store import outbox
 
-__all__ = ["ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_due"]
+__all__ = ["KEY_UNUSABLE", "ROTATE_BEFORE", "Rotation", "key_expiry", "rotate_key", "rotation_due"]
 
 ROTATE_BEFORE = timedelta(days=30)
 KEY_UNUSABLE = "AB-1010"
