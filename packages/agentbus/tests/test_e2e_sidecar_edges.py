@@ -550,7 +550,7 @@ async def test_an_agent_finds_its_peers_by_capability_and_name(pair: World) -> N
     assert (await alice.cli("agents", "--status", "lost", expect=4))["error"]["code"] == "AB-8001"
 
 
-async def test_after_state_db_is_lost_resync_restores_what_was_delivered_and_not_read(
+async def test_after_state_db_is_lost_the_inbox_gets_back_what_was_delivered_and_not_read(
     pair: World,
 ) -> None:
     alice, bob = pair.alice, pair.bob
@@ -567,7 +567,7 @@ async def test_after_state_db_is_lost_resync_restores_what_was_delivered_and_not
     await until(settled, 30, "first read and second delivered at the gateway")
     shutil.rmtree(bob.state_dir)  # the disk is gone; credentials.json survives
 
-    listed = await bob.cli("inbox", "--resync")
+    listed = await bob.cli("inbox")  # a new state.db for a registered agent: restored at once
 
     assert listed["resync"] == {second: "stored"}, listed
     assert [m["msg_id"] for m in listed["messages"]] == [second]

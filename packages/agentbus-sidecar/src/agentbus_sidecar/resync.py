@@ -7,6 +7,9 @@ signed with, checks it as a delivery is checked (``inbound.refusal_reason``: sha
 signature), and stores it as if just received (``inbox.restore``), so it is presented once.
 What is already here, or expired, is left alone; what fails the checks is reported and not
 stored (there is no delivery to refuse: the message stays ``delivered`` at the gateway).
+
+It runs by itself once for a new state.db of an agent registered before (``runtime`` marks it;
+the sync loop and the next sync of a command run it), and on ``agentbus inbox --resync``.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from typing import Any
 
 from agentbus_sidecar.clock import utcnow
 from agentbus_sidecar.inbound import REFUSED, refusal_reason
-from agentbus_sidecar.runtime import Runtime
+from agentbus_sidecar.runtime import RESYNC_KEY, Runtime
 from agentbus_sidecar.store import inbox
+from agentbus_sidecar.store.meta import get_meta, set_meta
 
-__all__ = ["resync"]
+__all__ = ["request_resync", "resync", "resync_if_pending"]
 
 PAGE = 200
 
@@ -55,4 +59,20 @@ async def resync(rt: Runtime) -> list[tuple[str, str]]:
             attempt=int(read.get("attempts") or 1), ack_token="", envelope=raw["envelope"],
         )  # fmt: skip
         outcomes.append((msg_id, inbox.restore(rt.conn, delivery, utcnow()).value))
+    return outcomes
+
+
+def request_resync(rt: Runtime) -> None:
+    """Ask the next sync to restore the inbox (``agentbus inbox --resync``)."""
+    set_meta(rt.conn, RESYNC_KEY, "1")
+
+
+async def resync_if_pending(rt: Runtime) -> list[tuple[str, str]]:
+    """``resync`` if one is pending (asked for, or a new state.db); the mark is cleared only
+    once it has run, so a resync the gateway could not answer is tried again by the next
+    sync."""
+    if get_meta(rt.conn, RESYNC_KEY) != "1":
+        return []
+    outcomes = await resync(rt)
+    set_meta(rt.conn, RESYNC_KEY, "0")
     return outcomes

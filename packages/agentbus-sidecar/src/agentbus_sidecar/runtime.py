@@ -3,7 +3,8 @@
 ``open_runtime`` loads credentials.json, opens the agent's state.db (creating and migrating
 it), restores the server clock offset from ``meta`` (or, with none stored yet, asks the gateway
 once before anything is dated) and wires the client so that every response's ``Date`` header
-keeps that offset current.
+keeps that offset current. A state.db that is new for an agent registered before (the old one
+was lost, or the agent moved) is marked for a resync of its inbox (``resync``).
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from agentbus_sidecar.session import AgentSession
 from agentbus_sidecar.store import open_store, state_db_path
 from agentbus_sidecar.store.meta import get_meta, set_meta
 
-__all__ = ["Runtime", "open_runtime", "record_identity"]
+__all__ = ["RESYNC_KEY", "Runtime", "open_runtime", "record_identity"]
 
 OFFSET_KEY = "server_time_offset_ms"
+# set when a registered agent's state.db is new (lost, or moved): its inbox is to be restored
+RESYNC_KEY = "resync_pending"
 # Date headers have whole seconds; rewriting meta for smaller changes would only record noise.
 OFFSET_WRITE_THRESHOLD_MS = 1000
 # A state without an offset asks the gateway's clock once; offline, it goes on without it soon.
@@ -89,6 +92,8 @@ async def open_runtime(creds_path: Path, state_dir: Path | None = None) -> Async
     client = GatewayClient(creds.gateway_url, on_clock_offset=on_offset)
     session = AgentSession(client, creds, lambda c: save_credentials(creds_path, c))
     try:
+        if get_meta(conn, "agent_id") is None:  # registered, but this state.db is new
+            set_meta(conn, RESYNC_KEY, "1")
         record_identity(conn, creds, key)
         if not known:  # ids and proofs are dated by the gateway's clock: learn it first
             with suppress(GatewayError, GatewayUnreachable):

@@ -12,6 +12,9 @@ interleave inside one):
   apply local retention every hour, and once a day replace the agent's key when 30 days or less
   are left of it (``rotation``; an hour later again after a failure), or at once when a
   heartbeat finds it unusable (revoked: AB-1010 once the credential is renewed).
+
+A pending resync of the inbox (``resync``: a new state.db, or ``inbox --resync``) runs before the
+loop starts and in ``sync_once`` before the pull.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from agentbus_sidecar.outbound import (
     flush_settlements,
     refresh_unpublished,
 )
+from agentbus_sidecar.resync import resync_if_pending
 from agentbus_sidecar.rotation import KEY_UNUSABLE, key_expiry, rotate_key, rotation_due
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox
@@ -55,6 +59,7 @@ class SyncReport:
     flush: FlushReport
     received: list[tuple[str, str]] = field(default_factory=list)
     expired: list[str] = field(default_factory=list)
+    restored: list[tuple[str, str]] = field(default_factory=list)
 
 
 async def flush(
@@ -81,6 +86,7 @@ async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
     report = SyncReport(await flush(rt, drain=True))
     if report.flush.unreachable is None:
         try:
+            report.restored = await resync_if_pending(rt)
             report.received = await receive_once(rt, wait_s)
         except GatewayUnreachable as exc:
             report.flush.unreachable = str(exc)
@@ -220,6 +226,11 @@ async def run(
     log: Callable[[str], None] = lambda _line: None,
 ) -> None:
     """Run until ``stop`` is set; a ConfigError (e.g. no usable credential) ends it early."""
+    try:
+        for msg_id, outcome in await resync_if_pending(rt):
+            log(f"{msg_id} {outcome} (resync of a new state.db)")
+    except (GatewayUnreachable, GatewayError) as exc:
+        log(f"resync failed ({exc}); the next sync tries again")
     lock = asyncio.Lock()
     tasks = [
         asyncio.create_task(_receiver(rt, stop, lock, wait_s, log)),

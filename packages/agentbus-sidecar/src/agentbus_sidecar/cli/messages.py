@@ -24,7 +24,7 @@ from agentbus_sidecar.cli.common import (
 from agentbus_sidecar.cli.render import inbox_item, print_inbox, show_envelope, show_outcome
 from agentbus_sidecar.clock import server_now, utcnow
 from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, GatewayUnreachable
-from agentbus_sidecar.resync import resync
+from agentbus_sidecar.resync import request_resync, resync_if_pending
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox
 from agentbus_sidecar.sync import sync_once
@@ -105,13 +105,16 @@ def inbox_command(
         note = None
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
             if resync_first:
-                restored.extend(await resync(rt))
+                request_resync(rt)
             if sync:
                 try:
                     report = await sync_once(rt, wait_s=wait)
                     note = report.flush.unreachable
+                    restored.extend(report.restored)
                 except (GatewayUnreachable, GatewayError, ConfigError) as exc:
                     note = str(exc)
+            elif resync_first:
+                restored.extend(await resync_if_pending(rt))
             inbox.present(rt.conn, utcnow())
             rows = inbox.list_messages(rt.conn, include_read=show_all)
             return [inbox_item(row) for row in rows], note
@@ -131,7 +134,7 @@ def inbox_command(
             out.print("no messages")
 
     data: dict[str, Any] = {"messages": items, "offline": note}
-    if resync_first:
+    if resync_first or restored:
         data["resync"] = dict(restored)
     emit(as_json, data, human)
 
