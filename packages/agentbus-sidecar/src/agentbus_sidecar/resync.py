@@ -24,26 +24,13 @@ from agentbus_sidecar.store.meta import get_meta, set_meta
 
 __all__ = ["request_resync", "resync", "resync_if_pending"]
 
-PAGE = 200
-
-
-async def _delivered(rt: Runtime) -> list[dict[str, Any]]:
-    """Every message the gateway has delivered to this agent and it has not read."""
-    found: list[dict[str, Any]] = []
-    params: dict[str, Any] = {"to": rt.agent_id, "status": "delivered", "limit": PAGE}
-    while True:
-        page = await rt.session.call(rt.client.list_messages, params)
-        found += page.get("items", [])
-        if not page.get("next_cursor"):
-            return found
-        params["cursor"] = page["next_cursor"]
-
 
 async def resync(rt: Runtime) -> list[tuple[str, str]]:
     """``(msg_id, outcome)`` for every delivered, unread message the gateway lists: ``stored``,
     ``duplicate`` (already here), ``expired`` or ``refused``, oldest first."""
     outcomes: list[tuple[str, str]] = []
-    for item in reversed(await _delivered(rt)):
+    delivered = {"to": rt.agent_id, "status": "delivered"}  # delivered to us, not yet read
+    for item in reversed(await rt.session.items(rt.client.list_messages, delivered)):
         msg_id = str(item["id"])
         if inbox.get(rt.conn, msg_id) is not None:
             outcomes.append((msg_id, inbox.Outcome.DUPLICATE.value))

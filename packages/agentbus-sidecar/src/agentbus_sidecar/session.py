@@ -2,14 +2,15 @@
 
 A credential lives 900 s. It is refreshed when a fifth of its lifetime is left, falling back to
 a fresh issue with the integration token when refresh fails (04 §3.2). The cached credential is
-written to credentials.json, so short CLI commands do not each ask for a new one.
+written to credentials.json, so short CLI commands do not each ask for a new one. ``call`` runs
+an agent route with it, ``items`` a paged list route to its end (or a limit).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-from typing import Concatenate
+from typing import Any, Concatenate
 
 from agentbus_sidecar.client import GatewayClient
 from agentbus_sidecar.clock import format_ts, parse_ts, server_now
@@ -20,6 +21,7 @@ from agentbus_sidecar.keys import key_proof
 __all__ = ["AgentSession"]
 
 REFRESH_FRACTION = 0.2
+PAGE_MAX = 200
 
 
 class AgentSession:
@@ -93,6 +95,25 @@ class AgentSession:
         self.creds.agent_credential = AgentCredential(access, expires_at, lifetime)
         self._save(self.creds)
         return access
+
+    async def items(
+        self,
+        fn: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]],
+        params: dict[str, Any],
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """The ``items`` of a paged list route (``fn(bearer, params)``), page after page by
+        ``next_cursor``, up to ``limit`` (pages of at most 200)."""
+        found: list[dict[str, Any]] = []
+        query = dict(params)
+        while limit is None or len(found) < limit:
+            query["limit"] = PAGE_MAX if limit is None else min(PAGE_MAX, limit - len(found))
+            page = await self.call(fn, query)
+            found += page.get("items", [])
+            if not page.get("next_cursor"):
+                break
+            query["cursor"] = page["next_cursor"]
+        return found
 
     async def call[**P, T](
         self, fn: Callable[Concatenate[str, P], Awaitable[T]], *args: P.args, **kwargs: P.kwargs

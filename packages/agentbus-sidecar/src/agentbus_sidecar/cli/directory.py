@@ -34,19 +34,8 @@ def agents(
     params: dict[str, Any] = {k: v for k, v in filters.items() if v is not None}
 
     async def act() -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
-            cursor = None
-            while len(found) < limit:
-                page = {**params, "limit": min(200, limit - len(found))}
-                if cursor is not None:
-                    page["cursor"] = cursor
-                answer = await rt.session.call(rt.client.list_agents, page)
-                found += answer.get("items", [])
-                cursor = answer.get("next_cursor")
-                if cursor is None:
-                    break
-        return found
+            return await rt.session.items(rt.client.list_agents, params, limit)
 
     with guarded(as_json):
         found = run(act())

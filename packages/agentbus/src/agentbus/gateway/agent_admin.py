@@ -97,9 +97,10 @@ async def update_agent(gw: Gateway, who: Reader, agent_ref: str, patch: AgentPat
         agent = await find_visible_agent(conn, who, agent_ref)
         await _check_change(conn, who, agent, set(changes))
         extra = changes.pop("agent_card", None)
-        merged = {**agent, **changes}
         card_members = card_extra(agent["agent_card"]) | (extra or {})
-        changes["agent_card"] = agent_card(merged, card_members)
+        card = agent_card({**agent, **changes}, card_members)
+        if card != agent["agent_card"]:  # a status change leaves the card as it is
+            changes["agent_card"] = card
         updated = await agents.update_agent(conn, who.tenant_id, agent["id"], changes)
         await record_api_action(
             conn, gw, who, "agent.update", target_type="agent",
