@@ -12,7 +12,15 @@ import httpx
 import pytest
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, send_message
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    send_message,
+    settle_inbox,
+)
+from agentbus.gateway.testkit import poll_inbox as poll
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
@@ -25,17 +33,9 @@ async def send(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent, n: int
     return await send_message(client, sender, to, {"text": f"batch {n}"})
 
 
-async def poll(client: httpx.AsyncClient, agent: SimAgent, **params: Any) -> Json:
-    reply = await client.get("/v1/inbox", params={"wait_s": 0, **params}, headers=agent.headers())
-    assert reply.status_code == 200, reply.text
-    return dict(reply.json())
-
-
 async def settle(client: httpx.AsyncClient, agent: SimAgent, verb: str, items: list[Json]) -> Any:
-    key = {"ack": "acks", "read": "reads"}[verb]
-    reply = await client.post(f"/v1/inbox/{verb}", json={key: items}, headers=agent.headers())
-    assert reply.status_code == 200, reply.text
-    return [(r["msg_id"], r["result"], r.get("status")) for r in reply.json()["results"]]
+    results = await settle_inbox(client, agent, verb, items)
+    return [(r["msg_id"], r["result"], r.get("status")) for r in results]
 
 
 async def states(gw: Gateway, world: World, ids: list[str]) -> dict[str, Json]:

@@ -12,18 +12,22 @@ import httpx
 import psycopg
 import pytest
 from agentbus.db import SCOPE
-from agentbus.delivery.dlq import DeadLetterWorker, ensure_advisory_stream
 from agentbus.delivery.domain import MAX_DELIVER
 from agentbus.delivery.sweeper import Sweeper
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    alice_and_bob,
+    nak_until_dead_lettered,
+    post_envelope,
+)
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from agentbus.tasks import sweeper as task_sweeper
 from platformkit.db.scope import tenant_transaction
 
 Json = dict[str, Any]
-REVIEW = [{"name": "code.review", "version": "1"}]
 
 
 def task_request(alice: SimAgent, bob: SimAgent, key: str, **data: Any) -> Json:
@@ -51,34 +55,16 @@ async def facts(gateway: Gateway, world: World, msg_id: str) -> Json:
 async def trio(
     gateway: Gateway, gateway_client: httpx.AsyncClient
 ) -> tuple[World, SimAgent, SimAgent]:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob", capabilities=REVIEW)
-    return world, alice, bob
+    return await alice_and_bob(gateway, gateway_client)
 
 
 async def test_max_deliver_dead_letters_through_the_advisory(
     gateway: Gateway, gateway_client: httpx.AsyncClient, trio: tuple[World, SimAgent, SimAgent]
 ) -> None:
     client, (world, alice, bob) = gateway_client, trio
-    await ensure_advisory_stream(gateway.broker)
     env = task_request(alice, bob, "poison")
     await post_envelope(client, alice, env, "/v1/tasks")
-    for attempt in range(1, MAX_DELIVER + 1):
-        polled = await client.get("/v1/inbox", params={"wait_s": 5}, headers=bob.headers())
-        [delivery] = polled.json()["deliveries"]
-        assert delivery["attempt"] == attempt
-        nak = {"msg_id": env["id"], "ack_token": delivery["ack_token"], "delay_ms": 0}
-        await client.post("/v1/inbox/nak", json={"naks": [nak]}, headers=bob.headers())
-    polled = await client.get("/v1/inbox", params={"wait_s": 1}, headers=bob.headers())
-    assert polled.json()["deliveries"] == []  # JetStream gave up
-
-    worker = DeadLetterWorker(gateway.pool, gateway.broker, wait_s=2.0)
-    handled = 0
-    for _ in range(5):
-        handled += await worker.run_once()
-        if (await facts(gateway, world, env["id"]))["status"] == "dead_lettered":
-            break
+    handled = await nak_until_dead_lettered(gateway, client, world, bob, env["id"])
     assert handled >= 1
     seen = await facts(gateway, world, env["id"])
     assert seen == {

@@ -15,6 +15,7 @@ from agentbus.delivery.domain import (
     can_move,
     default_nak_delay_ms,
     message_id_of,
+    redrive_refusal,
     sources,
     triage,
 )
@@ -78,8 +79,53 @@ def test_default_nak_backoff_doubles_up_to_five_minutes() -> None:
 
 
 def test_redrive_suffix_is_ignored() -> None:
-    assert message_id_of("msg_01a1:r2") == "msg_01a1"
+    assert message_id_of("msg_01a1:r0193ab") == "msg_01a1"
     assert message_id_of("msg_01a1") == "msg_01a1"
+
+
+STATES = st.builds(
+    CopyState,
+    st.sampled_from(Status),
+    st.booleans(),
+    st.none() | st.sampled_from([NOW - timedelta(seconds=1), NOW + timedelta(seconds=1)]),
+    st.none() | st.integers(1, 50),
+)
+
+
+@given(STATES, st.integers(1, 60))
+def test_only_a_newer_copy_of_a_dead_letter_waits(state: CopyState, seq: int) -> None:
+    """A copy newer than a dead-lettered row's sequence is a redrive's, ahead of its commit:
+    it waits (nak). Every other copy is judged as if its sequence did not matter."""
+    ahead = state.status is Status.DEAD_LETTERED and seq > (state.stream_seq or 0)
+    verdict = triage(state, NOW, seq)
+    assert (verdict is Triage.AHEAD) is ahead
+    if not ahead:
+        assert verdict is triage(state, NOW)
+
+
+@pytest.mark.parametrize(
+    ("status", "expires_at", "recipient", "task_request", "refused"),
+    [
+        (Status.DEAD_LETTERED, None, "online", False, None),
+        (Status.DEAD_LETTERED, NOW + timedelta(seconds=1), "disabled", False, None),
+        (Status.READ, None, "online", False, "the message is read, not dead_lettered"),
+        (Status.ACCEPTED, None, "online", False, "the message is accepted, not dead_lettered"),
+        (Status.DEAD_LETTERED, NOW, "online", False, "the message has expired"),
+        (Status.DEAD_LETTERED, None, "deleted", False, "the recipient no longer exists"),
+        (Status.DEAD_LETTERED, None, None, False, "the recipient no longer exists"),
+        (Status.DEAD_LETTERED, None, "online", True, "request the task again"),
+    ],
+)
+def test_what_may_be_redriven(
+    status: Status,
+    expires_at: datetime | None,
+    recipient: str | None,
+    task_request: bool,
+    refused: str | None,
+) -> None:
+    reason = redrive_refusal(status, expires_at, NOW, recipient, task_request)
+    assert (reason is None) is (refused is None)
+    assert refused is None or refused in str(reason)
 
 
 T, A, M = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()

@@ -17,29 +17,20 @@ from agentbus.delivery.domain import Status
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.policy import Decision, SendRequest
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    post_envelope,
+)
+from agentbus.gateway.testkit import poll_inbox as poll
+from agentbus.gateway.testkit import settle_inbox as settle
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from platformkit.db.scope import tenant_transaction
 
 Json = dict[str, Any]
-
-
-async def poll(client: httpx.AsyncClient, agent: SimAgent, wait_s: int = 0, **params: Any) -> Json:
-    reply = await client.get(
-        "/v1/inbox", params={"wait_s": wait_s, **params}, headers=agent.headers()
-    )
-    assert reply.status_code == 200, reply.text
-    return dict(reply.json())
-
-
-async def settle(
-    client: httpx.AsyncClient, agent: SimAgent, verb: str, items: list[Json]
-) -> list[Json]:
-    key = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}[verb]
-    reply = await client.post(f"/v1/inbox/{verb}", json={key: items}, headers=agent.headers())
-    assert reply.status_code == 200, reply.text
-    return list(reply.json()["results"])
 
 
 async def status_of(client: httpx.AsyncClient, agent: SimAgent, msg_id: str) -> Json:

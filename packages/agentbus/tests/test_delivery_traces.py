@@ -10,12 +10,19 @@ from typing import Any
 
 import httpx
 import pytest
-from agentbus.actions import tokens, workspaces
+from agentbus.actions import workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    owner_token,
+    post_envelope,
+)
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
@@ -241,16 +248,9 @@ async def test_operators_read_messages_traces_and_receipts_within_their_reach(
         as_owner, world.tenant_id, slug="other", display_name="other"
     )
 
-    async def token(name: str, scopes: list[str], workspace: Any = None) -> dict[str, str]:
-        issued = await tokens.create_integration_token(
-            as_owner, world.tenant_id, owner_user_id=owner, name=name, scopes=scopes,
-            workspace_id=workspace,
-        )  # fmt: skip
-        return {"Authorization": f"Bearer {issued.plaintext}"}
-
-    auditor = await token("auditor", ["read_audit"])
-    elsewhere = await token("elsewhere", ["read_audit"], other["id"])
-    sender_only = await token("sender", ["send"])
+    auditor = await owner_token(gateway, world, ["read_audit"])
+    elsewhere = await owner_token(gateway, world, ["read_audit"], other["id"])
+    sender_only = await owner_token(gateway, world, ["send"])
     trace_path, receipt_path = f"/v1/messages/{env['id']}/trace", f"/v1/receipts/{receipt['id']}"
 
     reply = await client.get(trace_path, headers=auditor)

@@ -276,21 +276,51 @@ async def _pull(rt: Runtime, count: int) -> list[dict[str, Any]]:
     return got
 
 
-async def test_a_delivery_altered_on_the_way_is_refused_and_dead_lettered(pair: World) -> None:
+async def _altered_on_the_way(pair: World, text: str) -> str:
+    """alice sends ``text`` to bob; bob's sidecar library pulls it altered, refuses it and
+    flushes the refusal (a term). The message id."""
     alice, bob = pair.alice, pair.bob
-    sent = await alice.cli("send", bob.address, "the real text")
+    sent = (await alice.cli("send", bob.address, text))["msg_id"]
     async with open_runtime(bob.credentials, bob.state_dir) as rt:
         (delivery,) = await _pull(rt, 1)
         delivery["envelope"]["data"]["text"] = "altered on the way"
-        outcomes = accept_deliveries(rt.conn, [delivery], rt.address, utcnow())
+        assert accept_deliveries(rt.conn, [delivery], rt.address, utcnow()) == [(sent, REFUSED)]
         await flush(rt, drain=True)
+    return str(sent)
 
-    assert outcomes == [(sent["msg_id"], REFUSED)]
-    assert sent["msg_id"] not in bob.received()
-    msg = uuid.UUID(hex=sent["msg_id"].removeprefix("msg_"))
+
+async def test_a_delivery_altered_on_the_way_is_refused_and_dead_lettered(pair: World) -> None:
+    sent = await _altered_on_the_way(pair, "the real text")
+    assert sent not in pair.bob.received()
+    msg = uuid.UUID(hex=sent.removeprefix("msg_"))
     reason = await pair.stack.value("SELECT dlq_reason FROM delivery_state WHERE msg_id = %s", msg)
     assert reason == "rejected_by_recipient:signature_invalid"
-    assert await pair.stack.message_status(sent["msg_id"]) == "dead_lettered"
+    assert await pair.stack.message_status(sent) == "dead_lettered"
+
+
+async def test_a_dead_letter_is_listed_redriven_by_its_sender_and_presented_once(
+    pair: World,
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    sent = await _altered_on_the_way(pair, "worth a second try")
+    await until(lambda: _status_is(pair, sent, "dead_lettered"), 30, "the message dead-lettered")
+
+    listed = (await alice.cli("dead-letters"))["dead_letters"]
+    assert [(m["id"], m["dlq_reason"]) for m in listed] == [
+        (sent, "rejected_by_recipient:signature_invalid")
+    ]
+    assert (await bob.cli("redrive", sent, expect=4))["error"]["code"] == "AB-1008"
+    assert (await alice.cli("redrive", sent))["status"] == "accepted"
+    assert (await alice.cli("redrive", sent, expect=4))["error"]["code"] == "AB-8009"
+
+    inbox = await bob.cli("inbox")  # the genuine envelope this time, presented once
+    assert [(m["msg_id"], m["data"]["text"]) for m in inbox["messages"]] == [
+        (sent, "worth a second try")
+    ]
+    assert (await alice.cli("dead-letters"))["dead_letters"] == []
+    await bob.cli("read", sent)
+    await bob.cli("inbox")
+    await until(lambda: _status_is(pair, sent, "read"), 30, "the redriven message read")
 
 
 async def test_over_the_unread_cap_a_delivery_is_deferred_and_comes_back(pair: World) -> None:

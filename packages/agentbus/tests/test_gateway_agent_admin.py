@@ -11,8 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from agentbus.actions import tokens
-from agentbus.actions.context import Actor, Ctx
 from agentbus.broker import stream_name
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
@@ -22,11 +20,11 @@ from agentbus.gateway.testkit import (
     World,
     enroll,
     make_world,
+    owner_token,
     post_envelope,
     post_signed,
 )
 from agentbus.store.audit_actions import list_audit_actions
-from agentbus.store.integration_tokens import verify_integration_token
 from nats.js.errors import NotFoundError
 from platformkit.db.scope import tenant_transaction
 
@@ -124,7 +122,7 @@ async def test_a_deleted_agents_waiting_messages_are_discarded_and_it_is_gone(
     ]
     reply = await client.delete(f"/v1/agents/{bob.agent_id}", headers=alice.headers())
     assert reply.status_code == 401, reply.text  # an agent credential cannot delete
-    sender_only = await _token(gateway, world, ["send", "receive"])
+    sender_only = await owner_token(gateway, world, ["send", "receive"])
     reply = await client.delete(f"/v1/agents/{bob.agent_id}", headers=sender_only)
     assert (reply.status_code, reply.json()["code"]) == (403, "AB-1007"), reply.text
     reply = await client.patch(
@@ -157,13 +155,3 @@ async def test_a_deleted_agents_waiting_messages_are_discarded_and_it_is_gone(
     reply = await client.get(f"/v1/tasks/{request['subject']}", headers=alice.headers())
     task = reply.json()
     assert (task["state"], task["error_code"]) == ("failed", "AB-6011"), reply.text
-
-
-async def _token(gateway: Gateway, world: World, scopes: list[str]) -> dict[str, str]:
-    """Another token of the tenant's owner, with ``scopes``."""
-    owner = (await verify_integration_token(gateway.pool, world.token)).owner_user_id
-    issued = await tokens.create_integration_token(
-        Ctx(gateway.pool, Actor.user(world.tenant_id, owner)), world.tenant_id,
-        owner_user_id=owner, name="narrow", scopes=scopes,
-    )  # fmt: skip
-    return {"Authorization": f"Bearer {issued.plaintext}"}

@@ -9,11 +9,16 @@ from typing import Any
 import httpx
 import pytest
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_signed
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    alice_and_bob,
+    enroll,
+    post_signed,
+)
 
 Json = dict[str, Any]
 SCHEMA = "https://agentbus.exchange/schemas/"
-REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
 
 
 def request_env(alice: SimAgent, bob: SimAgent, key: str, data: Json | None = None) -> Json:
@@ -47,10 +52,7 @@ async def task_of(client: httpx.AsyncClient, agent: SimAgent, task_id: str) -> J
 async def pair(
     gateway: Gateway, gateway_client: httpx.AsyncClient
 ) -> tuple[World, SimAgent, SimAgent]:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob", capabilities=REVIEW)
-    return world, alice, bob
+    return await alice_and_bob(gateway, gateway_client)
 
 
 async def test_request_accept_progress_complete(

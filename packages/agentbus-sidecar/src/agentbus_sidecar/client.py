@@ -189,6 +189,9 @@ class GatewayClient:
         params = {"include": "envelope"} if envelope else None
         return await self._json("GET", f"/v1/messages/{msg_id}", bearer=bearer, params=params)
 
+    async def redrive(self, bearer: str, msg_id: str) -> dict[str, Any]:
+        return await self._json("POST", f"/v1/messages/{msg_id}/redrive", bearer=bearer)
+
     async def message_trace(self, bearer: str, msg_id: str) -> dict[str, Any]:
         return await self._json("GET", f"/v1/messages/{msg_id}/trace", bearer=bearer)
 

@@ -1,10 +1,10 @@
 """The ``agentbus`` command line: one module per command group, sharing ``cli.app``."""
 
-from agentbus_sidecar.cli import directory, keys, messages, ops, setup, tasks
+from agentbus_sidecar.cli import deadletters, directory, keys, messages, ops, setup, tasks
 from agentbus_sidecar.cli.app import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (directory, keys, messages, ops, setup, tasks)
+_COMMANDS = (deadletters, directory, keys, messages, ops, setup, tasks)
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """What the gateway decides about each pulled copy before handing it out (05 §4 step 3):
 
-- ``triage``: row gone -> term; terminal or already transport-acked -> ack and drop; past
-  ``expires_at`` -> term and ``expired``; else deliver;
+- ``triage``: row gone -> term; a redrive's copy ahead of its commit -> nak 1 s; terminal or
+  already transport-acked -> ack and drop; past ``expires_at`` -> term and ``expired``; else
+  deliver;
 - ``recheck_policy``: the send policy again, with the current policy set: denied -> term and
   ``discarded`` (event code AB-4004); no decision possible -> nak 60 s;
 - ``load_payloads``: decrypt and check the payload: digest mismatch -> term and dead-letter
@@ -21,7 +22,14 @@ from platformkit.db.scope import tenant_transaction
 
 from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.delivery import store
-from agentbus.delivery.domain import PAYLOAD_INTEGRITY, CopyState, Status, Triage, triage
+from agentbus.delivery.domain import (
+    PAYLOAD_INTEGRITY,
+    REDRIVE_AHEAD_NAK_MS,
+    CopyState,
+    Status,
+    Triage,
+    triage,
+)
 from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.tokens import parse_ack_subject
 from agentbus.gateway.errors import KeyUnavailable, ObjectStoreUnavailable, PayloadIntegrityFailed
@@ -59,6 +67,8 @@ class Copy:
 
 
 LOAD_CONCURRENCY = 16
+_SETTLES = {Triage.GONE: "term", Triage.DUPLICATE: "ack", Triage.EXPIRED: "term",
+            Triage.AHEAD: "nak"}  # fmt: skip
 
 
 def parse_copy(msg: Msg) -> Copy:
@@ -82,10 +92,13 @@ async def triage_all(svc: DeliveryService, who: AgentPrincipal, copies: list[Cop
         state = None
         if copy.row is not None:
             acked = copy.row["transport_acked_at"] is not None
-            state = CopyState(Status(copy.row["status"]), acked, copy.row["expires_at"])
-        copy.verdict = triage(state, now)
-        settles = {Triage.GONE: "term", Triage.DUPLICATE: "ack", Triage.EXPIRED: "term"}
-        copy.settle = settles.get(copy.verdict)
+            state = CopyState(
+                Status(copy.row["status"]), acked, copy.row["expires_at"], copy.row["stream_seq"]
+            )
+        copy.verdict = triage(state, now, copy.stream_seq)
+        copy.settle = _SETTLES.get(copy.verdict)
+        if copy.verdict is Triage.AHEAD:
+            copy.nak_ms = REDRIVE_AHEAD_NAK_MS
 
 
 def _deliverable(copies: list[Copy]) -> list[tuple[Copy, Row]]:

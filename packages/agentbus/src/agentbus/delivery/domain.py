@@ -79,6 +79,7 @@ class Triage(StrEnum):
     GONE = "gone"  # row gone (retention): term, no status to change
     DUPLICATE = "duplicate"  # terminal or already transport-acked: ack and drop
     EXPIRED = "expired"  # past expires_at: term, status expired
+    AHEAD = "ahead"  # a redrive's copy, pulled before the redrive committed: nak, soon again
     DELIVER = "deliver"  # decrypt, re-inline, hand out
 
 
@@ -89,11 +90,17 @@ class CopyState:
     status: Status
     transport_acked: bool
     expires_at: datetime | None
+    stream_seq: int | None = None  # the row's, the copy it last published
 
 
-def triage(state: CopyState | None, now: datetime) -> Triage:
+def triage(state: CopyState | None, now: datetime, copy_seq: int = 0) -> Triage:
+    """``copy_seq``: the pulled copy's stream sequence. A redrive publishes a new copy before
+    its transaction commits (``gateway/redrive.py``), so a copy newer than the sequence of a
+    row still ``dead_lettered`` is that redrive's, and waits for its commit."""
     if state is None:
         return Triage.GONE
+    if state.status is Status.DEAD_LETTERED and copy_seq > (state.stream_seq or 0):
+        return Triage.AHEAD
     if state.status in TERMINAL or state.status is Status.DELIVERED or state.transport_acked:
         return Triage.DUPLICATE
     if state.expires_at is not None and state.expires_at <= now:
@@ -101,6 +108,30 @@ def triage(state: CopyState | None, now: datetime) -> Triage:
     return Triage.DELIVER
 
 
+REDRIVE_AHEAD_NAK_MS = 1000
+
+
+def redrive_refusal(
+    status: Status,
+    expires_at: datetime | None,
+    now: datetime,
+    recipient_status: str | None,
+    task_request: bool,
+) -> str | None:
+    """Why a message may not be redriven (05 §7.4), or None. ``recipient_status``: its
+    recipient agent's, None when there is none."""
+    if status is not Status.DEAD_LETTERED:
+        return f"the message is {status.value}, not dead_lettered"
+    if expires_at is not None and expires_at <= now:
+        return "the message has expired"
+    if recipient_status is None or recipient_status == "deleted":
+        return "the recipient no longer exists"
+    if task_request:
+        return "its task failed when it was dead-lettered; request the task again"
+    return None
+
+
 def message_id_of(nats_msg_id: str) -> str:
-    """The ``msg_`` id in a ``Nats-Msg-Id`` header, without a redrive suffix ``:r<n>``."""
+    """The ``msg_`` id in a ``Nats-Msg-Id`` header, without the suffix of a redrive's copy
+    (``:r...``)."""
     return nats_msg_id.split(":", 1)[0]

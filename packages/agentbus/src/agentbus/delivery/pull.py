@@ -103,7 +103,7 @@ async def _commit(
                 await outcomes.discard(conn, who.tenant_id, row, notes)
             elif copy.dlq_reason is not None:
                 await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
-            elif copy.settle == "nak":
+            elif copy.settle == "nak" and copy.verdict is not Triage.AHEAD:
                 await outcomes.nak(conn, who.tenant_id, who.agent_id, row, copy.nak_ms)
         moved = await store.mark_fetched(
             conn, who.tenant_id, who.agent_id,

@@ -200,6 +200,19 @@ async def move(conn: Conn, tenant_id: uuid.UUID, row: Row, to: Status) -> bool:
     return await cur.fetchone() is not None  # fetched, not rowcount: pipeline-safe
 
 
+async def redriven(conn: Conn, tenant_id: uuid.UUID, row: Row, seq: int) -> bool:
+    """``dead_lettered -> accepted`` with the sequence of the redrive's copy."""
+    cur = await conn.execute(
+        """UPDATE messages SET status = 'accepted', stream_seq = %(seq)s
+             WHERE tenant_id = %(t)s AND id = %(id)s AND accepted_at = %(at)s
+               AND status = ANY(%(from)s::message_status_t[])
+         RETURNING id""",
+        {"seq": seq, "t": tenant_id, "id": row["id"], "at": row["accepted_at"],
+         "from": sources(Status.ACCEPTED)},
+    )  # fmt: skip
+    return await cur.fetchone() is not None
+
+
 async def discard_waiting(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> list[Row]:
     """Every message still waiting for ``agent_id`` (``accepted``, ``fetched``) to
     ``discarded``, in one statement (the ``to_agent_id, status`` index); the rows that moved."""
@@ -267,6 +280,8 @@ async def ack_many(
 _STATE_SET = {
     "nak": "nak_until = now() + %(delay_ms)s * interval '1 millisecond'",
     "dead_letter": "dlq_reason = %(reason)s",
+    # a redrive's new copy starts counting again: attempt is what MaxDeliver counts
+    "redrive": "attempt = 0, last_fetched_at = NULL, nak_until = NULL, dlq_reason = NULL",
 }
 
 
@@ -278,9 +293,9 @@ async def record(
     fact: str,
     **params: Any,
 ) -> None:
-    """Write one delivery fact (``nak`` with ``delay_ms``, ``dead_letter`` with ``reason``)
-    into the agent's delivery_state row, creating the row if the message was never fetched.
-    Acks are written by ``ack_many``."""
+    """Write one delivery fact (``nak`` with ``delay_ms``, ``dead_letter`` with ``reason``,
+    ``redrive``) into the agent's delivery_state row, creating the row if the message was never
+    fetched. Acks are written by ``ack_many``."""
     keys = {"t": tenant_id, "msg": msg_id, "agent": agent_id}
     async with conn.pipeline():  # two statements, one round trip
         await conn.execute(

@@ -1,6 +1,7 @@
 """The agent hot path for sending (plain Starlette routes, outside OpenAPI): ``POST
 /v1/messages`` (04-API-SPEC §4.1), ``POST /v1/messages/batch`` (§4.7) and ``GET
-/v1/messages/{msg}`` (§4.3, for the parties and the tenant's operators).
+/v1/messages/{msg}`` (§4.3, for the parties and the tenant's operators) and ``POST
+/v1/messages/{msg}/redrive`` (§4.6, for its sender and admin tokens).
 
 ``read_send_body`` and ``send_response`` are what the typed task routes reuse: authenticate
 with ``authenticate_agent(gw, request, "send")``, read the body, call ``send.send_envelope``
@@ -17,12 +18,18 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentbus.errors import AgentBusError, RequestInvalid
-from agentbus.gateway.auth import authenticate_agent, authenticate_reader, client_ip
+from agentbus.gateway.auth import (
+    authenticate_agent,
+    authenticate_either,
+    authenticate_reader,
+    client_ip,
+)
 from agentbus.gateway.bodies import read_capped
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.envelope import BATCH_BODY_MAX, SEND_BODY_MAX, parse_batch_body
 from agentbus.gateway.hooks import SendResult
 from agentbus.gateway.messages import read_message
+from agentbus.gateway.redrive import redrive_message
 from agentbus.gateway.send import send_batch, send_envelope
 
 
@@ -76,8 +83,17 @@ async def get_message(request: Request) -> Response:
     return FastJSONResponse(body)
 
 
+async def post_redrive(request: Request) -> Response:
+    gw = get_gateway(request)
+    who = await authenticate_either(gw, request)
+    client = (client_ip(request), request.headers.get("user-agent"))
+    body = await redrive_message(gw, who, request.path_params["msg_id"], client=client)
+    return FastJSONResponse(body, status_code=202)
+
+
 routes = [
     Route("/v1/messages", post_message, methods=["POST"]),
     Route("/v1/messages/batch", post_batch, methods=["POST"]),
     Route("/v1/messages/{msg_id}", get_message, methods=["GET"]),
+    Route("/v1/messages/{msg_id}/redrive", post_redrive, methods=["POST"]),
 ]

@@ -1,7 +1,8 @@
 """The AB codes the gateway's agent paths raise (00-CONVENTIONS.md §6), beside those that
 ``agentbus.errors`` already defines: one ``AgentBusError`` subclass per code, rendered once as
 problem+json by the HTTP layer. 1xxx credentials and key proofs, 2xxx envelope validation, 3xxx
-addressing and registration names, 4xxx policy, 5xxx sizes, 7001 cross-tenant, 9xxx
+addressing and registration names, 4xxx policy, 5xxx sizes, 7001 cross-tenant, 8007 cursors,
+8009 redrive, 9xxx
 dependencies and payload integrity. ``code`` and ``name`` are stable forever.
 """
 
@@ -215,3 +216,7 @@ class PayloadIntegrityFailed(AgentBusError):
 
 class CursorInvalid(AgentBusError):
     code, status, name, title = "AB-8007", 400, "cursor_invalid", "Cursor invalid"
+
+
+class NotRedrivable(AgentBusError):
+    code, status, name, title = "AB-8009", 409, "not_redrivable", "Message cannot be redriven"

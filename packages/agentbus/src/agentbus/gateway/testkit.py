@@ -12,18 +12,25 @@ from typing import Any
 
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 from wirekit import canonical_json
 
-from agentbus.actions import tenants, workspaces
+from agentbus.actions import tenants, tokens, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
+from agentbus.db import SCOPE
+from agentbus.delivery.dlq import DeadLetterWorker, ensure_advisory_stream
+from agentbus.delivery.domain import MAX_DELIVER
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.signing import raw_public
+from agentbus.gateway.store.messages import find_message
 from agentbus.gateway.wire import b64url_encode, format_ts, uuid7_time
-from agentbus.ids import format_id
+from agentbus.ids import format_id, parse_id
+from agentbus.store.integration_tokens import verify_integration_token
 
 SCHEMA = "https://agentbus.exchange/schemas/"
+REVIEW = [{"name": "code.review", "version": "1", "description": "Review a diff"}]
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
@@ -130,6 +137,14 @@ async def enroll(client: httpx.AsyncClient, world: World, name: str, **extra: An
     return agent
 
 
+async def alice_and_bob(gw: Gateway, client: httpx.AsyncClient) -> tuple[World, SimAgent, SimAgent]:
+    """Tenant ``acme`` with alice and bob, bob offering ``code.review``."""
+    world = await make_world(gw, "acme")
+    alice = await enroll(client, world, "alice")
+    bob = await enroll(client, world, "bob", capabilities=REVIEW)
+    return world, alice, bob
+
+
 async def post_signed(
     client: httpx.AsyncClient, sender: SimAgent, env: dict[str, Any], route: str = "/v1/messages"
 ) -> httpx.Response:
@@ -158,3 +173,60 @@ async def send_message(
     env = sender.envelope(to.address, data)
     await post_envelope(client, sender, env)
     return str(env["id"])
+
+
+async def owner_token(
+    gw: Gateway, world: World, scopes: list[str], workspace_id: uuid.UUID | None = None
+) -> dict[str, str]:
+    """Headers with another token of the tenant's owner, one with only ``scopes`` (and bound
+    to ``workspace_id``, if given)."""
+    owner = (await verify_integration_token(gw.pool, world.token)).owner_user_id
+    issued = await tokens.create_integration_token(
+        Ctx(gw.pool, Actor.user(world.tenant_id, owner)), world.tenant_id,
+        owner_user_id=owner, name="narrow", scopes=scopes, workspace_id=workspace_id,
+    )  # fmt: skip
+    return {"Authorization": f"Bearer {issued.plaintext}"}
+
+
+async def poll_inbox(
+    client: httpx.AsyncClient, agent: SimAgent, wait_s: int = 0, **params: Any
+) -> dict[str, Any]:
+    """One ``GET /v1/inbox`` of ``agent``; its 200 answer."""
+    reply = await client.get(
+        "/v1/inbox", params={"wait_s": wait_s, **params}, headers=agent.headers()
+    )
+    assert reply.status_code == 200, reply.text
+    answer: dict[str, Any] = reply.json()
+    return answer
+
+
+async def settle_inbox(
+    client: httpx.AsyncClient, agent: SimAgent, verb: str, items: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``POST /v1/inbox/{verb}`` (ack, nak, term, read) with ``items``; the results."""
+    key = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}[verb]
+    reply = await client.post(f"/v1/inbox/{verb}", json={key: items}, headers=agent.headers())
+    assert reply.status_code == 200, reply.text
+    return list(reply.json()["results"])
+
+
+async def nak_until_dead_lettered(
+    gw: Gateway, client: httpx.AsyncClient, world: World, recipient: SimAgent, msg_id: str
+) -> int:
+    """The recipient naks the message (waiting for it) MaxDeliver times; JetStream gives up
+    and advises so, and the dlq-worker dead-letters it. How many advisories it handled."""
+    await ensure_advisory_stream(gw.broker)
+    for attempt in range(1, MAX_DELIVER + 1):
+        [delivery] = (await poll_inbox(client, recipient, wait_s=5))["deliveries"]
+        assert (delivery["msg_id"], delivery["attempt"]) == (msg_id, attempt)
+        nak = {"msg_id": msg_id, "ack_token": delivery["ack_token"], "delay_ms": 0}
+        await settle_inbox(client, recipient, "nak", [nak])
+    assert (await poll_inbox(client, recipient, wait_s=1))["deliveries"] == []  # it gave up
+    worker, handled = DeadLetterWorker(gw.pool, gw.broker, wait_s=2.0), 0
+    for _ in range(5):
+        handled += await worker.run_once()
+        async with tenant_transaction(gw.pool, SCOPE, world.tenant_id) as conn:
+            row = await find_message(conn, world.tenant_id, parse_id("msg", msg_id))
+        if row is not None and row["status"] == "dead_lettered":
+            break
+    return handled
