@@ -135,20 +135,19 @@ def test_tokens_create_list_revoke(admin: Admin) -> None:
     assert revoked["revoked_at"]
     assert revoked["revoked_reason"] == "leaked"
     assert isinstance(verify(admin.url, token), TokenRevoked)
-    with psycopg.connect(admin.url) as conn:
-        actions = [
-            r[0]
-            for r in conn.execute(
-                "SELECT action FROM audit_actions WHERE actor_type = 'platform' ORDER BY id"
-            )
-        ]
-    assert actions == [
-        "tenant.create",
-        "user.create",
-        "token.create",
-        "workspace.create",
-        "token.create",
-        "token.revoke",
+    logged = admin.json("audit", "--tenant", tenant)
+    assert [(r["action"], r["actor_type"]) for r in reversed(logged)] == [
+        ("tenant.create", "platform"),
+        ("user.create", "platform"),
+        ("token.create", "platform"),
+        ("workspace.create", "platform"),
+        ("token.create", "platform"),
+        ("token.revoke", "platform"),
+    ]
+    [revoke] = admin.json("audit", "--tenant", tenant, "--action", "token.revoke")
+    assert revoke["target_id"] == token_id
+    assert [r["action"] for r in admin.json("audit", "--tenant", tenant, "--target", ws)] == [
+        "workspace.create"
     ]
 
 

@@ -1,4 +1,5 @@
-"""``agentbus-gateway admin``: the platform operator's tenants, workspaces, users and tokens.
+"""``agentbus-gateway admin``: the platform operator's tenants, workspaces, users and tokens, and
+a tenant's audit log.
 
 Every command calls the same action the API calls, as a platform actor (``cli:<login>`` in
 ``audit_actions``), logged in as agentbus_app so row-level security applies as in the gateway.
@@ -23,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agentbus import db
-from agentbus.actions import tenants, tokens, users, workspaces
+from agentbus.actions import audit, tenants, tokens, users, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.errors import AgentBusError
 from agentbus.ids import InvalidId, format_id, parse_id
@@ -31,7 +32,10 @@ from agentbus.keys import load_or_create_keyring
 from agentbus.settings import Settings
 from agentbus.store.integration_tokens import DEFAULT_SCOPES
 
-app = typer.Typer(help="Administer tenants, workspaces, users and tokens.", no_args_is_help=True)
+app = typer.Typer(
+    help="Administer tenants, workspaces, users and tokens; read the audit log.",
+    no_args_is_help=True,
+)
 console = Console()
 PREFIX_OF = {"tenant_id": "ten", "workspace_id": "ws", "owner_user_id": "usr", "user_id": "usr"}
 
@@ -324,3 +328,21 @@ def tokens_revoke(
     tid, kid = _id("ten", tenant, "--tenant"), _id("tok", token, "TOKEN")
     _run(ctx, lambda c: tokens.revoke_integration_token(c, tid, kid, reason=reason))
     console.print(f"revoked {token}")
+
+
+@app.command("audit")
+def audit_list(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    action: Annotated[str | None, typer.Option(help="Only this action, e.g. token.revoke.")] = None,
+    target: Annotated[str | None, typer.Option(help="Only actions on this id.")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000)] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """The tenant's audit log of elevated actions, newest first."""
+    tid = _id("ten", tenant, "--tenant")
+    rows = _run(
+        ctx, lambda c: audit.list_actions(c, tid, action=action, target_id=target, limit=limit)
+    )
+    cols = ["at", "actor_type", "actor_id", "action", "target_id", "details"]
+    _show(rows, "", cols, as_json)

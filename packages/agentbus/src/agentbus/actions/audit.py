@@ -1,4 +1,5 @@
-"""Appending the audit row every action writes (04-API-SPEC §10), in the action's transaction."""
+"""Appending the audit row every action writes (04-API-SPEC §10), in the action's transaction,
+and reading a tenant's rows back (tenant owners and admins, the platform operator)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
+from agentbus.actions.access import require_tenant_admin, tenant_scope
 from agentbus.actions.context import Ctx
-from agentbus.store.audit_actions import insert_audit_action
+from agentbus.store.audit_actions import insert_audit_action, list_audit_actions
 
 
 async def record_action(
@@ -33,3 +35,19 @@ async def record_action(
         ip=ctx.ip,
         user_agent=ctx.user_agent,
     )
+
+
+async def list_actions(
+    ctx: Ctx,
+    tenant_id: uuid.UUID,
+    *,
+    action: str | None = None,
+    target_id: str | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """The tenant's audit rows, newest first."""
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        return await list_audit_actions(
+            conn, tenant_id, limit=limit, action=action, target_id=target_id
+        )

@@ -1,6 +1,6 @@
 """Management-style routes of the gateway (FastAPI, in the OpenAPI document): registration and
 credentials (04-API-SPEC §2.1, §3), the directory, changes and an agent's keys (§2.2-2.4),
-conversations (§7) and the JWKS (§1.2)."""
+conversations (§7), the audit log of actions (§10.5) and the JWKS (§1.2)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from agentbus.gateway import agent_admin, agent_directory, agent_keys, conversations
+from agentbus.gateway import agent_admin, agent_directory, agent_keys, audit_log, conversations
 from agentbus.gateway.agent_spec import Registration
 from agentbus.gateway.auth import (
     Reader,
@@ -171,3 +171,19 @@ async def jwks(request: Request) -> dict[str, Any]:
             jwk["retired_at"] = ts(gw.signing.retired[kid])
         keys.append(jwk)
     return {"keys": keys}
+
+
+@router.get("/v1/audit/actions", tags=["audit"])
+async def get_audit_actions(
+    request: Request,
+    token: AnyToken,
+    action: str | None = None,
+    target: str | None = None,
+    limit: Limit = 50,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """The tenant's elevated actions, newest first (``read_audit`` or ``admin``), e.g.
+    ``?action=message.view_payload`` or ``?target=msg_...``."""
+    return await audit_log.list_actions(
+        get_gateway(request), token, action=action, target=target, limit=limit, cursor=cursor
+    )

@@ -4,6 +4,7 @@ may insert but never update or delete."""
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -48,12 +49,31 @@ async def insert_audit_action(
 
 
 async def list_audit_actions(
-    conn: Conn, tenant_id: uuid.UUID, *, limit: int = 100
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    *,
+    limit: int = 100,
+    before: tuple[datetime, uuid.UUID] | None = None,
+    action: str | None = None,
+    target_id: str | None = None,
 ) -> list[dict[str, Any]]:
+    """Newest first (``at``, then id), after the position ``before`` of a previous page; the
+    tenant's ``(tenant_id, at DESC)`` index serves the order, the filters narrow it."""
+    where, params = ["tenant_id = %(t)s"], {"t": tenant_id, "limit": limit}
+    if before is not None:
+        where.append("(at, id) < (%(at)s, %(id)s)")
+        params |= {"at": before[0], "id": before[1]}
+    if action is not None:
+        where.append("action = %(action)s")
+        params["action"] = action
+    if target_id is not None:
+        where.append("target_id = %(target)s")
+        params["target"] = target_id
     cur = await conn.execute(
-        """SELECT id, tenant_id, actor_type, actor_id, action, target_type, target_id,
-                  consent_ref, details, ip::text AS ip, user_agent, at
-             FROM audit_actions WHERE tenant_id = %s ORDER BY at DESC, id DESC LIMIT %s""",
-        (tenant_id, limit),
+        f"""SELECT id, tenant_id, actor_type, actor_id, action, target_type, target_id,
+                   consent_ref, details, ip::text AS ip, user_agent, at
+              FROM audit_actions WHERE {" AND ".join(where)}
+             ORDER BY at DESC, id DESC LIMIT %(limit)s""",
+        params,
     )
     return await cur.fetchall()
