@@ -38,13 +38,21 @@ async def test_put_get_replace_delete(store: ObjectStore) -> None:
         large = os.urandom(size)
         await store.put_many([(KEY + ".large", large)])
         assert await store.get(KEY + ".large") == large
-    await store.delete(KEY)
+    await store.delete_many([KEY])
     with pytest.raises(ObjectMissing):
         await store.get(KEY)
-    await store.delete(KEY)  # gone already: nothing to do
+    await store.delete_many([KEY])  # gone already: nothing to do
     many = [(f"{KEY}.{n}", bytes([n]) * 100) for n in range(20)]
     await store.put_many(many)
     assert [await store.get(key) for key, _ in many] == [data for _, data in many]
+    await store.delete_many([KEY, *(key for key, _ in many[:10])])  # one already gone
+    for key, data in many:
+        if key in dict(many[:10]):
+            with pytest.raises(ObjectMissing):
+                await store.get(key)
+        else:
+            assert await store.get(key) == data
+    await store.delete_many([])
 
 
 def test_the_default_is_the_directory_store(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import psycopg
 import typer
@@ -144,6 +144,34 @@ def partitions_ensure(
     for name in created:
         console.print(f"created {name}")
     console.print(f"[green]partitions ready[/]: {', '.join(existing)}")
+
+
+@app.command("retention")
+def retention_run(database_url: DatabaseUrl = None) -> None:
+    """Run the retention jobs once: delete messages past their tenant's retention (with their
+    delivery state, receipts and payloads), then drop emptied partitions past the longest."""
+    from agentbus.controllers.retention import Retention, drop_partitions
+    from agentbus.gateway.config import GatewaySettings
+    from agentbus.gateway.objectstore import open_object_store
+
+    settings = GatewaySettings()
+    objects = open_object_store(settings.object_store_url, settings.objects_dir)
+
+    async def run() -> tuple[int, list[dict[str, Any]]]:
+        pool = await db.open_app_pool(
+            db.resolve_admin_url(database_url), _secret(Settings().app_password), max_size=2
+        )
+        try:
+            return await Retention(pool, objects).run_once(), await drop_partitions(pool)
+        finally:
+            await pool.close()
+
+    with console.status("deleting what is past retention"):
+        deleted, partitions = asyncio.run(run())
+    console.print(f"deleted {deleted} messages past retention")
+    for row in partitions:
+        verb = "dropped" if row["dropped"] else "kept (still holds rows)"
+        console.print(f"{verb} {row['partition_name']}")
 
 
 app.add_typer(admin_cli.app, name="admin")

@@ -22,6 +22,7 @@ from platformkit.jobs import LeaderLoop
 from agentbus import db
 from agentbus.broker import Broker
 from agentbus.controllers.partitions import partitions_loop
+from agentbus.controllers.retention import retention_loops
 from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
 from agentbus.gateway import api, api_presence, api_send
@@ -81,7 +82,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.state.gateway = gw
         loops: list[LeaderLoop] = []
         if settings.background:
-            loops = [reconciler_loop(gw), presence_loop(gw), partitions_loop(gw.pool)]
+            loops = [reconciler_loop(gw), presence_loop(gw), partitions_loop(gw.pool),
+                     *retention_loops(gw.pool, gw.objects)]  # fmt: skip
             for loop in loops:
                 await loop.start()
         try:

@@ -41,7 +41,9 @@ class ObjectStore(Protocol):
 
     async def get(self, key: str) -> bytes: ...
 
-    async def delete(self, key: str) -> None: ...
+    async def delete_many(self, keys: list[str]) -> None:
+        """Every key gone when it returns (one already gone is fine); a failure raises."""
+        ...
 
 
 class ObstoreObjects:
@@ -72,7 +74,20 @@ class ObstoreObjects:
         except Exception as exc:
             raise ObjectStoreUnavailable(f"reading {key} failed") from exc
 
-    async def delete(self, key: str) -> None:
+    async def delete_many(self, keys: list[str]) -> None:
+        """One bulk call (S3's bulk delete ignores missing keys); a store that reports a
+        missing key instead gets them one at a time."""
+        if not keys:
+            return
+        try:
+            await obstore.delete_async(self._store, keys)
+        except (NotFoundError, FileNotFoundError):
+            for key in keys:
+                await self._delete_one(key)
+        except Exception as exc:
+            raise ObjectStoreUnavailable(f"deleting {len(keys)} objects failed") from exc
+
+    async def _delete_one(self, key: str) -> None:
         try:
             await obstore.delete_async(self._store, key)
         except (NotFoundError, FileNotFoundError):
@@ -138,13 +153,20 @@ class LocalObjects:
         except OSError as exc:
             raise ObjectStoreUnavailable(f"reading {key} failed") from exc
 
-    async def delete(self, key: str) -> None:
-        try:
-            os.unlink(self._path(key))
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            raise ObjectStoreUnavailable(f"deleting {key} failed") from exc
+    async def delete_many(self, keys: list[str]) -> None:
+        """In a worker thread, as writes are; the day folders stay (a few hundred a year)."""
+        paths = [self._path(key) for key in keys]
+
+        def unlink_all() -> None:
+            for path in paths:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    continue
+                except OSError as exc:
+                    raise ObjectStoreUnavailable(f"deleting {path} failed") from exc
+
+        await asyncio.to_thread(unlink_all)
 
 
 def _read(path: str) -> bytes:

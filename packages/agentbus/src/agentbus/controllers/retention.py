@@ -1,0 +1,128 @@
+"""Jobs ``retention.messages`` (hourly) and ``partitions.drop`` (daily), data model §1.11 and §8.
+
+``retention.messages``: per tenant, in its scope, the messages accepted more than
+``retention_days`` ago are deleted oldest first, 10,000 at a time, with their ``delivery_state``
+and ``receipts`` rows and their payload objects. The objects are deleted inside the batch's
+transaction, before its commit: when the object store fails, the batch rolls back and the next
+run tries again, so no object outlives the row that names it for long and no row points at an
+object deleted by mistake. (A commit that fails after the objects went leaves rows already past
+retention without their payloads, which the next run deletes.) Tasks, conversations and the
+audit log are kept: their retention is not the messages'. The NATS copies expire by the
+stream's ``max_age``, which is the same retention.
+
+``partitions.drop``: the database function ``drop_message_partitions()`` (migration 0012)
+detaches and drops the monthly partitions wholly older than the longest tenant retention, once
+retention.messages has emptied them.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from platformkit.db.scope import Pool, tenant_transaction, transaction
+from platformkit.jobs import LeaderLoop, LockKey, shard_keys
+
+from agentbus.db import SCOPE
+from agentbus.gateway.objectstore import ObjectStore
+
+log = logging.getLogger(__name__)
+Row = dict[str, Any]
+
+MESSAGES_LOOP = "agentbus.retention.messages"
+DROP_LOOP = "agentbus.partitions.drop"
+HOURLY, DAILY = 3600.0, 24 * 3600.0
+BATCH = 10_000
+
+# The tenant's oldest rows through the primary key (tenant_id, accepted_at, id); the deletes of
+# the other tables reach them through their msg_id indexes.
+_EXPIRE = """
+WITH doomed AS (
+    SELECT tenant_id, accepted_at, id FROM messages
+     WHERE tenant_id = %(t)s AND accepted_at < now() - make_interval(days => %(days)s)
+     ORDER BY accepted_at LIMIT %(batch)s),
+gone AS (
+    DELETE FROM messages m USING doomed d
+     WHERE m.tenant_id = d.tenant_id AND m.accepted_at = d.accepted_at AND m.id = d.id
+    RETURNING m.id, m.payload_ref),
+states AS (DELETE FROM delivery_state s USING gone WHERE s.msg_id = gone.id),
+signed AS (DELETE FROM receipts r USING gone WHERE r.msg_id = gone.id)
+SELECT id, payload_ref FROM gone"""
+
+
+@dataclass
+class Retention:
+    pool: Pool
+    objects: ObjectStore
+    batch: int = BATCH
+    shards: int = 1
+
+    async def tenants(self, shard: int) -> list[Row]:
+        async with transaction(self.pool) as conn:
+            cur = await conn.execute("SELECT id, retention_days FROM platform_tenants()")
+            rows = await cur.fetchall()
+        return [r for r in rows if r["id"].int % self.shards == shard]
+
+    async def expire_batch(self, tenant_id: uuid.UUID, retention_days: int) -> int:
+        """One batch of one tenant; how many messages it deleted."""
+        async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
+            cur = await conn.execute(
+                _EXPIRE, {"t": tenant_id, "days": retention_days, "batch": self.batch}
+            )
+            gone = await cur.fetchall()
+            await self.objects.delete_many([row["payload_ref"] for row in gone])
+        return len(gone)
+
+    async def expire_tenant(self, tenant_id: uuid.UUID, retention_days: int) -> int:
+        deleted = 0
+        while True:
+            count = await self.expire_batch(tenant_id, retention_days)
+            deleted += count
+            if count < self.batch:
+                return deleted
+
+    async def run_once(self, shard: int = 0) -> int:
+        """Every tenant of the shard; how many messages were deleted in all. A tenant that
+        fails (its object store down, say) is logged and left for the next run."""
+        deleted = 0
+        for tenant in await self.tenants(shard):
+            try:
+                count = await self.expire_tenant(tenant["id"], tenant["retention_days"])
+            except Exception:
+                log.exception("retention of tenant %s failed; trying again next run", tenant["id"])
+                continue
+            if count:
+                log.info("deleted %d messages of tenant %s past retention", count, tenant["id"])
+            deleted += count
+        return deleted
+
+
+async def drop_partitions(pool: Pool) -> list[Row]:
+    """``(partition_name, dropped)`` of every partition wholly past the longest retention."""
+    async with transaction(pool) as conn:
+        cur = await conn.execute("SELECT partition_name, dropped FROM drop_message_partitions()")
+        rows = await cur.fetchall()
+    for row in rows:
+        if not row["dropped"]:
+            log.warning("%s is past retention but still holds rows; kept", row["partition_name"])
+    return rows
+
+
+def retention_loops(pool: Pool, objects: ObjectStore) -> list[LeaderLoop]:
+    """Leader loops for both jobs, each on one replica, at start and then on schedule."""
+    retention = Retention(pool, objects)
+
+    async def expire(key: LockKey) -> None:
+        await retention.run_once(key[1])
+
+    async def drop(_key: LockKey) -> None:
+        dropped = [r["partition_name"] for r in await drop_partitions(pool) if r["dropped"]]
+        if dropped:
+            log.info("dropped messages partitions %s", ", ".join(dropped))
+
+    return [
+        LeaderLoop(pool, shard_keys(MESSAGES_LOOP, 1), HOURLY, expire),
+        LeaderLoop(pool, shard_keys(DROP_LOOP, 1), DAILY, drop),
+    ]
