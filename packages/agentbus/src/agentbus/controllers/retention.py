@@ -1,4 +1,5 @@
-"""Jobs ``retention.messages`` (hourly) and ``partitions.drop`` (daily), data model §1.11 and §8.
+"""Jobs ``retention.messages`` and ``retention.blobs`` (hourly) and ``partitions.drop`` (daily),
+data model §1.11 and §8.
 
 ``retention.messages``: per tenant, in its scope, the messages accepted more than
 ``retention_days`` ago are deleted oldest first, 10,000 at a time, with their ``delivery_state``
@@ -9,6 +10,10 @@ object deleted by mistake. (A commit that fails after the objects went leaves ro
 retention without their payloads, which the next run deletes.) Tasks, conversations and the
 audit log are kept: their retention is not the messages'. The NATS copies expire by the
 stream's ``max_age``, which is the same retention.
+
+``retention.blobs``, in the same pass per tenant: blobs past ``expires_at``, objects before the
+commit as above. A reference from a message keeps its blob at least as long as the message
+(``gateway/blobs.py``), so no message within its retention names a blob deleted here.
 
 ``partitions.drop``: the database function ``drop_message_partitions()`` (migration 0012)
 detaches and drops the monthly partitions wholly older than the longest tenant retention, once
@@ -27,6 +32,7 @@ from platformkit.jobs import LeaderLoop, LockKey, shard_keys
 
 from agentbus.db import SCOPE
 from agentbus.gateway.objectstore import ObjectStore
+from agentbus.gateway.store import blobs
 
 log = logging.getLogger(__name__)
 Row = dict[str, Any]
@@ -75,13 +81,24 @@ class Retention:
             await self.objects.delete_many([row["payload_ref"] for row in gone])
         return len(gone)
 
+    async def expire_blobs_batch(self, tenant_id: uuid.UUID) -> int:
+        """One batch of the tenant's blobs past ``expires_at``, objects first; how many."""
+        async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
+            keys = await blobs.delete_expired(conn, tenant_id, self.batch)
+            await self.objects.delete_many(keys)
+        return len(keys)
+
     async def expire_tenant(self, tenant_id: uuid.UUID, retention_days: int) -> int:
+        """Messages past retention, then blobs past ``expires_at``; how many messages."""
         deleted = 0
         while True:
             count = await self.expire_batch(tenant_id, retention_days)
             deleted += count
             if count < self.batch:
-                return deleted
+                break
+        while await self.expire_blobs_batch(tenant_id) == self.batch:
+            pass
+        return deleted
 
     async def run_once(self, shard: int = 0) -> int:
         """Every tenant of the shard; how many messages were deleted in all. A tenant that

@@ -17,6 +17,7 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
+from agentbus.gateway.blobs import reference_attachments
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
@@ -83,6 +84,7 @@ async def insert_send(
     apart) propagates and fails the request."""
     env, principal, tid = send.envelope, send.principal, send.tenant_id
     assert send.recipient is not None
+    await reference_attachments(conn, send)
     payload_ref, sealed, dek_version = await seal_payload(conn, gw, tid, env.msg_id, send.plaintext)
     uploads.append((payload_ref, sealed))
     if send.conversation is None:

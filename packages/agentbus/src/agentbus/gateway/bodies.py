@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 
-from agentbus.errors import RequestInvalid
+from agentbus.errors import AgentBusError, RequestInvalid
 from agentbus.gateway.errors import RequestTooLarge
 
 MANAGEMENT_BODY_MAX = 65536
@@ -21,15 +21,19 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
-async def read_capped(request: Request, limit: int) -> bytes:
+async def read_capped(
+    request: Request, limit: int, too_large: type[AgentBusError] = RequestTooLarge
+) -> bytes:
+    """The body, refused with ``too_large`` (AB-5002 by default) once it passes ``limit``
+    bytes, by its ``Content-Length`` before reading or while reading."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestTooLarge(f"the body is over {limit} bytes", limit=limit)
+        raise too_large(f"the body is over {limit} bytes", limit=limit)
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise RequestTooLarge(f"the body is over {limit} bytes", limit=limit)
+            raise too_large(f"the body is over {limit} bytes", limit=limit)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -220,3 +220,12 @@ class CursorInvalid(AgentBusError):
 
 class NotRedrivable(AgentBusError):
     code, status, name, title = "AB-8009", 409, "not_redrivable", "Message cannot be redriven"
+
+
+class BlobReferenceInvalid(AgentBusError):
+    code, status, name = "AB-2020", 422, "blob_reference_invalid"
+    title = "Attachment names an unknown or expired blob"
+
+
+class BlobTooLarge(AgentBusError):
+    code, status, name, title = "AB-5007", 413, "blob_too_large", "Blob too large"

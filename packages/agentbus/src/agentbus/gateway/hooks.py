@@ -41,6 +41,7 @@ class PendingSend:
     payload_sha256: bytes = b""
     message: dict[str, Any] = field(default_factory=dict)
     accepted_at: datetime | None = None  # the validating transaction's time
+    blobs: list[uuid.UUID] = field(default_factory=list)  # attached, locked until the commit
 
     @property
     def tenant_id(self) -> uuid.UUID:

@@ -1,5 +1,6 @@
-"""Message payloads at rest (data model §4, §5): ``canonical_json(data)`` sealed with the
-tenant's active data key and stored at ``payload_ref``.
+"""Message payloads and blobs at rest (data model §4, §5): ``canonical_json(data)`` sealed
+with the tenant's active data key and stored at ``payload_ref``; a blob's bytes likewise at its
+``s3_key``.
 
 Sealing is the kernel's ``Envelope`` over ``tenant_keys`` (AES-256-GCM, random nonce); its
 associated data is the sealed header plus ``canonical_json([tenant_id, "msg_<hex>"])``, i.e.
@@ -30,12 +31,12 @@ from agentbus.ids import format_id
 from agentbus.keys import store_wrapped_key
 
 
-async def seal_payload(
-    conn: Conn, gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
-) -> tuple[str, bytes, int]:
-    """``(payload_ref, sealed, dek_version)``: the object to upload under ``payload_ref``. The
-    key is derived from the id, so a retried upload overwrites the same object (AB-9020 when
-    the data key cannot be unwrapped; the upload's failure is AB-9004).
+async def seal_bytes(
+    conn: Conn, gw: Gateway, tenant_id: uuid.UUID, owner: str, plaintext: bytes
+) -> tuple[bytes, int]:
+    """``(sealed, dek_version)``: ``plaintext`` sealed with the tenant's active data key for
+    ``owner`` (the ``msg_`` or ``blb_`` id it belongs to); AB-9020 when the key cannot be
+    unwrapped.
 
     ``conn`` is the caller's tenant transaction (the send's): the tenant's active data key is
     read on it (or, for a tenant without one, created in it), so the send path never holds one
@@ -48,23 +49,43 @@ async def seal_payload(
         data_key = gw.crypto.unwrap(tenant_id, stored)
     except DataKeyUnavailableError as exc:
         raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
-    sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=format_id("msg", msg_id))
-    return payload_key(tenant_id, msg_id), sealed, sealed_key_id(sealed)
+    sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=owner)
+    return sealed, sealed_key_id(sealed)
+
+
+async def seal_payload(
+    conn: Conn, gw: Gateway, tenant_id: uuid.UUID, msg_id: uuid.UUID, plaintext: bytes
+) -> tuple[str, bytes, int]:
+    """``(payload_ref, sealed, dek_version)``: the object to upload under ``payload_ref``. The
+    key is derived from the id, so a retried upload overwrites the same object (the upload's
+    failure is AB-9004)."""
+    sealed, dek_version = await seal_bytes(conn, gw, tenant_id, format_id("msg", msg_id), plaintext)
+    return payload_key(tenant_id, msg_id), sealed, dek_version
+
+
+async def open_sealed(
+    gw: Gateway, tenant_id: uuid.UUID, key: str, owner: str, sha256: bytes
+) -> bytes:
+    """The plaintext of the object under ``key``, sealed for ``owner`` and checked against its
+    ``sha256`` (AB-9021; AB-9020 when the data key cannot be unwrapped)."""
+    sealed = await gw.objects.get(key)
+    try:
+        plain = await gw.crypto.decrypt(tenant_id, sealed, owner=owner)
+    except DataKeyUnavailableError as exc:
+        raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
+    except DecryptionError as exc:
+        raise PayloadIntegrityFailed(f"the object of {owner} does not decrypt") from exc
+    if hashlib.sha256(plain).digest() != sha256:
+        raise PayloadIntegrityFailed(f"the object of {owner} does not match its sha256")
+    return plain
 
 
 async def load_payload_bytes(gw: Gateway, row: dict[str, Any]) -> bytes:
     """The plaintext of a ``messages`` row, checked against ``payload_sha256`` (AB-9021)."""
-    sealed = await gw.objects.get(row["payload_ref"])
-    owner = format_id("msg", row["id"])
-    try:
-        plain = await gw.crypto.decrypt(row["tenant_id"], sealed, owner=owner)
-    except DataKeyUnavailableError as exc:
-        raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
-    except DecryptionError as exc:
-        raise PayloadIntegrityFailed(f"payload of {owner} does not decrypt") from exc
-    if hashlib.sha256(plain).digest() != bytes(row["payload_sha256"]):
-        raise PayloadIntegrityFailed(f"payload of {owner} does not match payload_sha256")
-    return plain
+    return await open_sealed(
+        gw, row["tenant_id"], row["payload_ref"], format_id("msg", row["id"]),
+        bytes(row["payload_sha256"]),
+    )  # fmt: skip
 
 
 async def load_payload(gw: Gateway, row: dict[str, Any]) -> dict[str, Any]:

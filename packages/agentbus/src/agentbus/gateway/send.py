@@ -37,6 +37,7 @@ from agentbus.gateway import errors as e
 from agentbus.gateway.accept import Task, finish_sends, insert_rows, insert_send
 from agentbus.gateway.addressing import Sender, check_reply_to, resolve_recipient
 from agentbus.gateway.agent_spec import key_usable
+from agentbus.gateway.blobs import check_attachments
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import admit
 from agentbus.gateway.envelope import (
@@ -93,6 +94,7 @@ async def _validate(
     send.plaintext, send.payload_sha256 = check_type_and_data(env)
     if env.type != MESSAGE and rules is None:
         raise e.TypeUnknown(f"{env.type} is sent through the task routes")
+    send.blobs = await check_attachments(conn, principal.tenant_id, env.data)
     tenant = await gw.directory.tenant(conn, principal.tenant_id)
     assert tenant is not None  # the principal was just checked against it
     send.tenant = tenant
