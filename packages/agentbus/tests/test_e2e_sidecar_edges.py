@@ -323,6 +323,34 @@ async def test_a_dead_letter_is_listed_redriven_by_its_sender_and_presented_once
     await until(lambda: _status_is(pair, sent, "read"), 30, "the redriven message read")
 
 
+async def test_a_file_travels_as_an_attachment_and_comes_back_whole(
+    pair: World, tmp_path: Path
+) -> None:
+    alice, bob = pair.alice, pair.bob
+    diff = tmp_path / "change.diff"
+    diff.write_bytes(b"--- a\n+++ b\n" + bytes(range(256)) * 4000)  # about 1 MiB, not text
+    sent = await alice.cli("send", bob.address, "the patch", "--attach", str(diff))
+    [listed] = (await bob.cli("inbox"))["messages"]
+    [item] = listed["data"]["attachments"]
+    assert (listed["msg_id"], item["name"], item["content_type"]) == (
+        sent["msg_id"], "change.diff", "text/x-diff",
+    )  # fmt: skip
+    refused = await bob.cli("blob", "get", item["blob"], expect=4)
+    assert refused["error"]["code"] == "AB-8002", "a party names the message"
+    out = tmp_path / "received.diff"
+    got = await bob.cli("blob", "get", item["blob"], "--message", sent["msg_id"], "-o", str(out))
+    assert (got["size_bytes"], out.read_bytes()) == (diff.stat().st_size, diff.read_bytes())
+
+    put = await alice.cli("blob", "put", str(diff))
+    again = tmp_path / "mine.diff"
+    await alice.cli("blob", "get", put["blob"], "-o", str(again))  # the uploader needs no message
+    assert again.read_bytes() == diff.read_bytes()
+    missing = await alice.cli(
+        "send", bob.address, "x", "--attach", str(tmp_path / "nope"), expect=2
+    )
+    assert missing == {}, "a file that is not there is a usage error, before anything is sent"
+
+
 async def test_over_the_unread_cap_a_delivery_is_deferred_and_comes_back(pair: World) -> None:
     alice, bob = pair.alice, pair.bob
     async with open_runtime(alice.credentials, alice.state_dir) as rt:

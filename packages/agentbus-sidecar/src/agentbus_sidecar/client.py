@@ -21,6 +21,7 @@ from agentbus_sidecar.httpx_lean import httpx
 __all__ = ["MESSAGES", "GatewayClient", "problem_error", "problem_of", "route_for"]
 
 CLOUDEVENTS = "application/cloudevents+json"
+BLOB_TIMEOUT_S = 300.0
 
 
 MESSAGES = "/v1/messages"
@@ -188,6 +189,21 @@ class GatewayClient:
     async def get_message(self, bearer: str, msg_id: str, envelope: bool = False) -> dict[str, Any]:
         params = {"include": "envelope"} if envelope else None
         return await self._json("GET", f"/v1/messages/{msg_id}", bearer=bearer, params=params)
+
+    # Blobs (04 §8): raw bytes both ways.
+    async def upload_blob(self, bearer: str, data: bytes, content_type: str) -> dict[str, Any]:
+        return await self._json(
+            "POST", "/v1/blobs", bearer=bearer, content=data, content_type=content_type,
+            timeout_s=BLOB_TIMEOUT_S,
+        )  # fmt: skip
+
+    async def download_blob(
+        self, bearer: str, blob_id: str, message: str | None = None
+    ) -> httpx.Response:
+        params = {"message": message} if message else None
+        return await self.request(
+            "GET", f"/v1/blobs/{blob_id}", bearer=bearer, params=params, timeout_s=BLOB_TIMEOUT_S
+        )
 
     async def redrive(self, bearer: str, msg_id: str) -> dict[str, Any]:
         return await self._json("POST", f"/v1/messages/{msg_id}/redrive", bearer=bearer)

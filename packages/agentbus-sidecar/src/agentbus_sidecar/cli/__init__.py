@@ -1,10 +1,19 @@
 """The ``agentbus`` command line: one module per command group, sharing ``cli.app``."""
 
-from agentbus_sidecar.cli import deadletters, directory, keys, messages, ops, setup, tasks
+from agentbus_sidecar.cli import (
+    blobs,
+    deadletters,
+    directory,
+    keys,
+    messages,
+    ops,
+    setup,
+    tasks,
+)
 from agentbus_sidecar.cli.app import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (deadletters, directory, keys, messages, ops, setup, tasks)
+_COMMANDS = (blobs, deadletters, directory, keys, messages, ops, setup, tasks)
 
 
 def main() -> None:

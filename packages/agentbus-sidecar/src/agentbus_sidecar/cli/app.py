@@ -10,7 +10,7 @@ import typer
 from agentbus_sidecar.cli.common import Paths
 from agentbus_sidecar.credentials import default_credentials_path
 
-__all__ = ["app", "keys_app", "sidecar_app", "task_app"]
+__all__ = ["app", "blob_app", "keys_app", "sidecar_app", "task_app"]
 
 app = typer.Typer(
     name="agentbus",
@@ -23,7 +23,11 @@ sidecar_app = typer.Typer(help="The long-running sidecar.", no_args_is_help=True
 keys_app = typer.Typer(help="The agent's signing keys: list, rotate, revoke.", no_args_is_help=True)
 app.add_typer(task_app, name="task", rich_help_panel="Tasks")
 app.add_typer(sidecar_app, name="sidecar", rich_help_panel="Sidecar")
+blob_app = typer.Typer(
+    help="Files as blobs: upload one, or download one a message attached.", no_args_is_help=True
+)
 app.add_typer(keys_app, name="keys", rich_help_panel="Setup")
+app.add_typer(blob_app, name="blob", rich_help_panel="Messages")
 
 
 @app.callback()

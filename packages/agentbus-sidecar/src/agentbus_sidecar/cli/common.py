@@ -41,6 +41,7 @@ __all__ = [
     "EXIT_INPUT",
     "EXIT_REJECTED",
     "EXIT_UNREACHABLE",
+    "Attach",
     "JsonFlag",
     "Paths",
     "emit",
@@ -54,6 +55,15 @@ __all__ = [
 EXIT_FAILED, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REJECTED, EXIT_CONFIG = 1, 2, 3, 4, 5
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for machines.")]
+Attach = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--attach",
+        exists=True,
+        dir_okay=False,
+        help="A file to attach (repeatable); uploaded first, so this needs the gateway.",
+    ),
+]
 
 
 @dataclass(frozen=True)

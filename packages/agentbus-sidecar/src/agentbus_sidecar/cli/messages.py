@@ -10,9 +10,11 @@ import typer
 
 from agentbus_sidecar.actions.sending import ack_messages, reply_message, send_message
 from agentbus_sidecar.addresses import normalize_input
+from agentbus_sidecar.attachments import upload_files
 from agentbus_sidecar.cli.app import app
 from agentbus_sidecar.cli.common import (
     EXIT_FAILED,
+    Attach,
     JsonFlag,
     emit,
     fail,
@@ -57,14 +59,18 @@ def send(
     conversation: Annotated[str | None, typer.Option("--conversation", help="cnv_ id")] = None,
     expires_in: Annotated[int | None, typer.Option("--expires-in", help="Seconds.")] = None,
     priority: Annotated[str, typer.Option("--priority", help="low, normal or high")] = "normal",
+    attach: Attach = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Send a message; offline it is queued and sent later."""
+    """Send a message; offline it is queued and sent later (with --attach, once the files are
+    uploaded)."""
     data = _message_data(read_text_arg(text), title, fmt)
     expires = server_now() + timedelta(seconds=expires_in) if expires_in else None
 
     async def act() -> Any:
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            if attach:
+                data["attachments"] = await upload_files(rt, attach)
             return await send_message(
                 rt,
                 normalize_input(to),

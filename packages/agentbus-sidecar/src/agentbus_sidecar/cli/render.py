@@ -60,6 +60,9 @@ def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | No
     emit(as_json, data, human)
 
 
+ATTACHING = ("attachments", "artifacts")
+
+
 def summary_line(data: dict[str, Any]) -> str:
     for key in ("title", "text", "instructions", "summary", "message", "stage", "note", "reason"):
         value = data.get(key)
@@ -119,7 +122,16 @@ def show_envelope(out: Console, env: dict[str, Any]) -> None:
     if isinstance(text, str):
         out.print()
         out.print(text, markup=False)
-    rest = {k: v for k, v in data.items() if v is not text}
+    attached = [item for key in ATTACHING for item in data.get(key) or []]
+    if attached:
+        out.print()
+        for item in attached:
+            out.print(
+                f"attached {item.get('name') or item['blob']} ({item.get('content_type', '?')}): "
+                f"agentbus blob get {item['blob']} --message {env.get('id')}",
+                markup=False,
+            )
+    rest = {k: v for k, v in data.items() if v is not text and k not in ATTACHING}
     if rest:
         out.print()
         out.print(json.dumps(rest, indent=2, sort_keys=True), markup=False)

@@ -10,8 +10,17 @@ import typer
 
 from agentbus_sidecar.actions.tasks import request_task, update_task
 from agentbus_sidecar.addresses import normalize_input
+from agentbus_sidecar.attachments import upload_files
 from agentbus_sidecar.cli.app import task_app
-from agentbus_sidecar.cli.common import JsonFlag, emit, guarded, paths, read_text_arg, run
+from agentbus_sidecar.cli.common import (
+    Attach,
+    JsonFlag,
+    emit,
+    guarded,
+    paths,
+    read_text_arg,
+    run,
+)
 from agentbus_sidecar.cli.render import show_outcome
 from agentbus_sidecar.clock import server_now
 from agentbus_sidecar.errors import EnvelopeError
@@ -70,6 +79,7 @@ def request(
     budget: Annotated[str | None, typer.Option("--budget", help="Max USD, e.g. 2.00")] = None,
     conversation: Annotated[str | None, typer.Option("--conversation")] = None,
     expires_in: Annotated[int | None, typer.Option("--expires-in", help="Seconds.")] = None,
+    attach: Attach = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Ask another agent to do something; the task id is known at once."""
@@ -86,6 +96,8 @@ def request(
 
     async def act() -> Any:
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            if attach:
+                data["attachments"] = await upload_files(rt, attach)
             return await request_task(
                 rt,
                 normalize_input(to),
