@@ -123,3 +123,10 @@ async def suspend_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None =
             details={"reason": reason},
         )
         return row
+
+
+async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID) -> tuple[Row, dict[str, Any]]:
+    """The tenant and its effective plan limits (04 §10.1); a user of another tenant is
+    AB-8002."""
+    async with tenant_scope(ctx, tenant_id) as (conn, tenant):
+        return tenant, await plans.effective_limits(conn, tenant_id)

@@ -164,3 +164,12 @@ async def revoke_integration_token(
             details={"reason": reason},
         )
         return row
+
+
+async def get_integration_token(ctx: Ctx, tenant_id: uuid.UUID, token_id: uuid.UUID) -> Row:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        row = await store.get_token(conn, tenant_id, token_id)
+    if row is None:
+        raise NotFound(f"no token {format_id('tok', token_id)}")
+    return row

@@ -14,7 +14,7 @@ from agentbus.actions.access import require_tenant_admin, require_tenant_owner, 
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.actions.validate import TENANT_ROLES, check_email, check_one_of, check_text
-from agentbus.errors import AlreadyExists
+from agentbus.errors import AlreadyExists, NotFound
 from agentbus.ids import format_id
 from agentbus.store import users
 
@@ -75,3 +75,12 @@ async def list_users(ctx: Ctx, tenant_id: uuid.UUID) -> list[Row]:
     async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
         await require_tenant_admin(conn, ctx, tenant_id)
         return await users.list_users(conn, tenant_id)
+
+
+async def get_user(ctx: Ctx, tenant_id: uuid.UUID, user_id: uuid.UUID) -> Row:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        row = await users.get_user(conn, tenant_id, user_id)
+    if row is None:
+        raise NotFound(f"no user {format_id('usr', user_id)}")
+    return row

@@ -11,7 +11,7 @@ from agentbus.actions.access import require_tenant_admin, tenant_scope
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.actions.validate import check_slug, check_text
-from agentbus.errors import AlreadyExists, PlanLimitReached
+from agentbus.errors import AlreadyExists, NotFound, PlanLimitReached
 from agentbus.ids import format_id
 from agentbus.store import plans, workspaces
 
@@ -59,3 +59,11 @@ async def create_workspace(
 async def list_workspaces(ctx: Ctx, tenant_id: uuid.UUID) -> list[Row]:
     async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
         return await workspaces.list_workspaces(conn, tenant_id)
+
+
+async def get_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> Row:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        row = await workspaces.get_workspace(conn, tenant_id, workspace_id)
+    if row is None or row["deleted_at"] is not None:
+        raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
+    return row

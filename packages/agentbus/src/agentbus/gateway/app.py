@@ -25,7 +25,7 @@ from agentbus.controllers.partitions import partitions_loop
 from agentbus.controllers.retention import retention_loops
 from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
-from agentbus.gateway import api, api_blobs, api_presence, api_send
+from agentbus.gateway import api, api_admin, api_blobs, api_presence, api_send
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.objectstore import open_object_store
@@ -107,6 +107,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.router.routes.extend(api_blobs.routes)
     app.router.routes.extend(api_presence.routes)
     app.include_router(api.router)
+    app.include_router(api_admin.router)
     app.include_router(delivery_api.router)
     app.include_router(trace_api.router)
     app.include_router(tasks_api.router)

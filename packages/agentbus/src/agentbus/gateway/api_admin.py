@@ -1,0 +1,97 @@
+"""Administration routes (04-API-SPEC §10.1-10.4), FastAPI routes in the OpenAPI document: the
+tenant, its workspaces, users and integration tokens, for a tenant-wide token with ``admin``
+(``gateway.administration``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+
+from agentbus.actions.context import Ctx
+from agentbus.gateway import administration as adm
+from agentbus.gateway.auth import authenticate_token, client_ip
+from agentbus.gateway.bodies import read_model
+from agentbus.gateway.context import get_gateway
+from agentbus.store.integration_tokens import VerifiedToken
+
+router = APIRouter(tags=["administration"])
+
+
+class Admin:
+    """The caller's token and the action context it acts in."""
+
+    def __init__(self, token: VerifiedToken, ctx: Ctx) -> None:
+        self.token, self.ctx, self.tenant_id = token, ctx, token.tenant_id
+
+
+async def _admin(request: Request) -> Admin:
+    gw = get_gateway(request)
+    token = await authenticate_token(gw, request)
+    client = (client_ip(request), request.headers.get("user-agent"))
+    return Admin(token, adm.acting(gw, token, client))
+
+
+Caller = Annotated[Admin, Depends(_admin)]
+
+
+@router.get("/v1/tenants/{tenant_id}")
+async def get_tenant(tenant_id: str, who: Caller) -> dict[str, Any]:
+    """The caller's own tenant with its effective plan limits."""
+    return await adm.read_tenant(who.ctx, who.tenant_id, tenant_id)
+
+
+@router.post("/v1/workspaces", status_code=201)
+async def post_workspace(request: Request, who: Caller) -> dict[str, Any]:
+    """Create a workspace (tenant owner or admin)."""
+    body = await read_model(request, adm.NewWorkspace)
+    return await adm.create_workspace(who.ctx, who.tenant_id, body)
+
+
+@router.get("/v1/workspaces")
+async def get_workspaces(who: Caller) -> dict[str, Any]:
+    return {"items": await adm.list_workspaces(who.ctx, who.tenant_id)}
+
+
+@router.get("/v1/workspaces/{workspace_id}")
+async def get_workspace(workspace_id: str, who: Caller) -> dict[str, Any]:
+    return await adm.read_workspace(who.ctx, who.tenant_id, workspace_id)
+
+
+@router.get("/v1/users")
+async def get_users(who: Caller) -> dict[str, Any]:
+    return {"items": await adm.list_users(who.ctx, who.tenant_id)}
+
+
+@router.get("/v1/users/{user_id}")
+async def get_user(user_id: str, who: Caller) -> dict[str, Any]:
+    return await adm.read_user(who.ctx, who.tenant_id, user_id)
+
+
+@router.post("/v1/tokens", status_code=201)
+async def post_token(request: Request, who: Caller) -> JSONResponse:
+    """Mint a token; ``token`` (the plaintext) is in this answer only."""
+    body = await read_model(request, adm.NewToken)
+    created = await adm.create_token(who.ctx, who.token, body)
+    return JSONResponse(created, status_code=201, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/v1/tokens")
+async def get_tokens(
+    who: Caller, owner: str | None = None, include_revoked: bool = False
+) -> dict[str, Any]:
+    """The tenant's tokens: prefix and last four characters, never the token."""
+    return {"items": await adm.list_tokens(who.ctx, who.tenant_id, owner, include_revoked)}
+
+
+@router.get("/v1/tokens/{token_id}")
+async def get_token(token_id: str, who: Caller) -> dict[str, Any]:
+    return await adm.read_token(who.ctx, who.tenant_id, token_id)
+
+
+@router.delete("/v1/tokens/{token_id}")
+async def delete_token(request: Request, token_id: str, who: Caller) -> dict[str, Any]:
+    """Revoke a token (a repeat returns it unchanged); credentials made from it stop working."""
+    body = await read_model(request, adm.Revocation)
+    return await adm.revoke_token(who.ctx, who.tenant_id, token_id, body.reason)

@@ -1,0 +1,113 @@
+"""Administration over the API (04-API-SPEC §10.1-10.4) against the real gateway app and
+PostgreSQL: the tenant, workspaces, users and tokens for a tenant-wide token with admin; a new
+token never stronger than its maker; revocation ends a token at once; the audit rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from agentbus.db import SCOPE
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import make_world, owner_token
+from agentbus.ids import format_id
+from agentbus.store import plans
+from agentbus.store.audit_actions import list_audit_actions
+from platformkit.db.scope import tenant_transaction
+
+Json = dict[str, Any]
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def call(
+    client: httpx.AsyncClient, method: str, path: str, headers: dict[str, str], status: int,
+    **kwargs: Any,
+) -> Json:  # fmt: skip
+    reply = await client.request(method, path, headers=headers, **kwargs)
+    assert reply.status_code == status, reply.text
+    return dict(reply.json())
+
+
+async def test_an_admin_token_manages_its_tenant(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    client, world = gateway_client, await make_world(gateway, "acme")
+    admin = bearer(world.token)
+    tenant = await call(client, "GET", f"/v1/tenants/{format_id('ten', world.tenant_id)}",
+                        admin, 200)  # fmt: skip
+    assert (tenant["slug"], tenant["retention_days"]) == ("acme", 7)
+    assert tenant["limits"]["workspaces"] >= 1
+    other = await make_world(gateway, "globex")
+    await call(client, "GET", f"/v1/tenants/{format_id('ten', other.tenant_id)}", admin, 404)
+
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        await plans.override_limits(conn, world.tenant_id, {"workspaces": 3})
+    body = {"slug": "platform", "display_name": "Platform", "description": "infra agents"}
+    created = await call(client, "POST", "/v1/workspaces", admin, 201, json=body)
+    assert created["id"].startswith("ws_")
+    problem = await call(client, "POST", "/v1/workspaces", admin, 409, json=body)
+    assert problem["code"] == "AB-8003"
+    listed = await call(client, "GET", "/v1/workspaces", admin, 200)
+    assert [w["slug"] for w in listed["items"]] == ["main", "platform"]
+    assert await call(client, "GET", f"/v1/workspaces/{created['id']}", admin, 200) == created
+    await call(client, "GET", "/v1/workspaces/ws_nope", admin, 404)
+
+    [owner] = (await call(client, "GET", "/v1/users", admin, 200))["items"]
+    assert (owner["email"], owner["tenant_role"]) == ("owner@acme.example", "owner")
+    assert await call(client, "GET", f"/v1/users/{owner['id']}", admin, 200) == owner
+
+    ask = {"name": "ci-runner", "env": "test", "workspace": created["id"],
+           "scopes": ["send", "receive"], "expires_at": "2099-01-01T00:00:00.000Z"}  # fmt: skip
+    minted = await call(client, "POST", "/v1/tokens", admin, 201, json=ask)
+    plaintext = minted.pop("token")
+    assert plaintext.startswith("ab_test_")
+    assert (minted["workspace_id"], minted["scopes"], minted["owner_user_id"]) == (
+        created["id"], ["send", "receive"], owner["id"],
+    )  # fmt: skip
+    listed_tokens = await call(client, "GET", "/v1/tokens", admin, 200)
+    assert minted["id"] in [t["id"] for t in listed_tokens["items"]]
+    assert plaintext not in str(listed_tokens)
+    await call(client, "GET", "/v1/agents", bearer(plaintext), 200)  # it works
+
+    revoked = await call(client, "DELETE", f"/v1/tokens/{minted['id']}", admin, 200,
+                         json={"reason": "rotated"})  # fmt: skip
+    assert (revoked["revoked_reason"], revoked["revoked_at"] is not None) == ("rotated", True)
+    problem = await call(client, "GET", "/v1/agents", bearer(plaintext), 401)
+    assert problem["code"] == "AB-1003"
+    again = await call(client, "DELETE", f"/v1/tokens/{minted['id']}", admin, 200, json={})
+    assert again["revoked_at"] == revoked["revoked_at"]
+    assert minted["id"] not in [
+        t["id"] for t in (await call(client, "GET", "/v1/tokens", admin, 200))["items"]
+    ]
+    shown = await call(client, "GET", f"/v1/tokens/{minted['id']}", admin, 200)
+    assert shown["revoked_reason"] == "rotated"
+
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        actions = await list_audit_actions(conn, world.tenant_id)
+    made = [a for a in actions if a["action"] in ("token.create", "token.revoke")]
+    assert [(a["action"], a["actor_id"]) for a in made[:2]] == [
+        ("token.revoke", owner["id"]), ("token.create", owner["id"]),
+    ]  # fmt: skip
+
+
+async def test_who_may_administer(gateway: Gateway, gateway_client: httpx.AsyncClient) -> None:
+    client, world = gateway_client, await make_world(gateway, "acme")
+    only_admin = await owner_token(gateway, world, ["admin"])
+    ask = {"name": "stronger", "scopes": ["send"]}
+    problem = await call(client, "POST", "/v1/tokens", only_admin, 403, json=ask)
+    assert (problem["code"], problem["scope"]) == ("AB-1007", "send")
+    ask_admin = {"name": "peer", "scopes": ["admin"]}
+    await call(client, "POST", "/v1/tokens", only_admin, 201, json=ask_admin)
+    sender = await owner_token(gateway, world, ["send"])
+    assert (await call(client, "GET", "/v1/workspaces", sender, 403))["code"] == "AB-1007"
+    bound = await owner_token(gateway, world, ["admin"], world.workspace_id)
+    assert (await call(client, "GET", "/v1/tokens", bound, 403))["code"] == "AB-1015"
+    bad = {"name": "x", "scopes": ["send"], "workspace": "ws_nope"}
+    assert (await call(client, "POST", "/v1/tokens", bearer(world.token), 422, json=bad))[
+        "code"
+    ] == "AB-8001"
+    unknown = {"name": "x", "scopes": ["send"], "extra": True}
+    await call(client, "POST", "/v1/tokens", bearer(world.token), 422, json=unknown)
