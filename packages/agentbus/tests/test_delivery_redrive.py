@@ -199,3 +199,25 @@ async def test_a_copy_pulled_before_its_redrive_commits_waits_for_it(
     await asyncio.sleep(1.0)  # the nak's delay
     [delivery] = (await poll_inbox(client, bob, wait_s=5))["deliveries"]
     assert delivery["msg_id"] == env["id"]
+
+
+async def test_a_redrive_nats_does_not_confirm_changes_nothing(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, trio: tuple[World, SimAgent, SimAgent]
+) -> None:
+    client, (world, alice, bob) = gateway_client, trio
+    env = await _rejected(client, alice, bob, "while NATS is away")
+    before = await _delivery_state(gateway, world, env["id"])
+    await gateway.broker.close()
+    problem = await _redrive(client, env["id"], alice.headers(), 503)
+    assert problem["code"] == "AB-9003"
+    assert await _delivery_state(gateway, world, env["id"]) == before
+    status = (await client.get(f"/v1/messages/{env['id']}", headers=alice.headers())).json()
+    assert status["status"] == "dead_lettered"
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        actions = await list_audit_actions(conn, world.tenant_id, action="message.redrive")
+    assert actions == [], "the audit row went with the rolled-back transaction"
+
+    await gateway.broker.start(wait=3.0)
+    assert (await _redrive(client, env["id"], alice.headers(), 202))["status"] == "accepted"
+    [delivery] = (await poll_inbox(client, bob, wait_s=5))["deliveries"]
+    assert delivery["msg_id"] == env["id"]

@@ -120,6 +120,7 @@ class Broker:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._nc.drain(), 5.0)
         self._nc = self._js = None
+        self._connecting = None  # a later start() connects again
 
     def knows_stream(self, tenant_id: uuid.UUID) -> bool:
         return stream_name(tenant_id) in self._streams
