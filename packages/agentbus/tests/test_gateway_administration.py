@@ -4,15 +4,20 @@ token never stronger than its maker; revocation ends a token at once; the audit 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import httpx
+from agentbus.actions import users
+from agentbus.actions.context import Actor, Ctx
+from agentbus.actions.users import OwnerSpec
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import make_world, owner_token
-from agentbus.ids import format_id
+from agentbus.gateway.testkit import enroll, make_world, owner_token
+from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
 from agentbus.store.audit_actions import list_audit_actions
+from agentbus.store.integration_tokens import verify_integration_token
 from platformkit.db.scope import tenant_transaction
 
 Json = dict[str, Any]
@@ -111,3 +116,71 @@ async def test_who_may_administer(gateway: Gateway, gateway_client: httpx.AsyncC
     ] == "AB-8001"
     unknown = {"name": "x", "scopes": ["send"], "extra": True}
     await call(client, "POST", "/v1/tokens", bearer(world.token), 422, json=unknown)
+
+
+async def test_workspaces_change_and_go_once_empty(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    client, world = gateway_client, await make_world(gateway, "acme")
+    admin = bearer(world.token)
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        await plans.override_limits(conn, world.tenant_id, {"workspaces": 3})
+    made = await call(client, "POST", "/v1/workspaces", admin, 201,
+                      json={"slug": "platform", "display_name": "Platform"})  # fmt: skip
+    path = f"/v1/workspaces/{made['id']}"
+    change = {"display_name": "Platform team", "description": "infra", "settings": {"a": 1}}
+    changed = await call(client, "PATCH", path, admin, 200, json=change)
+    assert (changed["display_name"], changed["description"], changed["settings"]) == (
+        "Platform team", "infra", {"a": 1},
+    )  # fmt: skip
+    assert (await call(client, "PATCH", path, admin, 200, json={"description": None}))[
+        "description"
+    ] is None
+    await call(client, "PATCH", path, admin, 422, json={"display_name": None})
+    await call(client, "PATCH", path, admin, 422, json={"slug": "renamed"})
+
+    platform = replace(world, workspace_id=parse_id("ws", made["id"]), workspace="platform")
+    agent = await enroll(client, platform, "builder")
+    problem = await call(client, "DELETE", path, admin, 409)
+    assert (problem["code"], problem["agents"]) == ("AB-8008", 1)
+    reply = await client.delete(f"/v1/agents/{agent.agent_id}", headers=admin)
+    assert reply.status_code == 204, reply.text
+    assert (await client.delete(path, headers=admin)).status_code == 204
+    await call(client, "GET", path, admin, 404)
+    await call(client, "PATCH", path, admin, 404, json={"description": "gone"})
+    listed = await call(client, "GET", "/v1/workspaces", admin, 200)
+    assert [w["slug"] for w in listed["items"]] == ["main"]
+
+
+async def test_users_are_disabled_and_promoted_but_never_leave_the_tenant_ownerless(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    client, world = gateway_client, await make_world(gateway, "acme")
+    admin = bearer(world.token)
+    owner_id = (await verify_integration_token(gateway.pool, world.token)).owner_user_id
+    as_owner = Ctx(gateway.pool, Actor.user(world.tenant_id, owner_id))
+    dana = await users.create_user(
+        as_owner, world.tenant_id, OwnerSpec("dana@acme.example", "oidc:test", "dana")
+    )
+    dana_id = format_id("usr", dana["id"])
+    main = format_id("ws", world.workspace_id)
+    ask = {"name": "dana-laptop", "scopes": ["send"], "workspace": main, "owner": dana_id}
+    laptop = await call(client, "POST", "/v1/tokens", admin, 201, json=ask)
+
+    disabled = await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 200,
+                          json={"status": "disabled"})  # fmt: skip
+    assert (disabled["status"], disabled["active_tokens"]) == ("disabled", [laptop["id"]])
+    me = format_id("usr", owner_id)
+    problem = await call(client, "PATCH", f"/v1/users/{me}", admin, 409,
+                         json={"tenant_role": "admin"})  # fmt: skip
+    assert problem["code"] == "AB-8008"
+    await call(client, "PATCH", f"/v1/users/{me}", admin, 409, json={"status": "disabled"})
+    await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 200,
+               json={"status": "active", "tenant_role": "owner"})  # fmt: skip
+    demoted = await call(client, "PATCH", f"/v1/users/{me}", admin, 200,
+                         json={"tenant_role": "admin"})  # fmt: skip
+    assert demoted["tenant_role"] == "admin"
+    problem = await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 403,
+                         json={"tenant_role": "member"})  # fmt: skip
+    assert problem["code"] == "AB-1008", "only an owner changes an owner"
+    await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 422, json={"status": "invited"})

@@ -11,7 +11,7 @@ from agentbus.actions.access import require_tenant_admin, tenant_scope
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.actions.validate import check_slug, check_text
-from agentbus.errors import AlreadyExists, NotFound, PlanLimitReached
+from agentbus.errors import AlreadyExists, NotFound, PlanLimitReached, StateConflict
 from agentbus.ids import format_id
 from agentbus.store import plans, workspaces
 
@@ -67,3 +67,44 @@ async def get_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID)
     if row is None or row["deleted_at"] is not None:
         raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
     return row
+
+
+async def update_workspace(
+    ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID, changes: dict[str, Any]
+) -> Row:
+    """``display_name``, ``description``, ``settings`` (slugs never change); AB-8002 for a
+    workspace that does not exist or was deleted."""
+    if "display_name" in changes:
+        changes["display_name"] = check_text(changes["display_name"], "display_name")
+    if "description" in changes:
+        changes["description"] = (
+            check_text(changes["description"], "description", max_length=2000, required=False)
+            or None
+        )
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        row = await workspaces.update_workspace(conn, tenant_id, workspace_id, changes)
+        if row is None:
+            raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
+        await record_action(
+            conn, ctx, tenant_id, "workspace.update", target_type="workspace",
+            target_id=format_id("ws", workspace_id), details={"changed": sorted(changes)},
+        )  # fmt: skip
+        return row
+
+
+async def delete_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> None:
+    """Sets ``deleted_at``; AB-8008 while agents live in it (delete or move them first)."""
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        row = await workspaces.get_workspace(conn, tenant_id, workspace_id)
+        if row is None or row["deleted_at"] is not None:
+            raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
+        live = await workspaces.count_live_agents(conn, tenant_id, workspace_id)
+        if live:
+            raise StateConflict(f"the workspace still has {live} agents", agents=live)
+        await workspaces.mark_deleted(conn, tenant_id, workspace_id)
+        await record_action(
+            conn, ctx, tenant_id, "workspace.delete", target_type="workspace",
+            target_id=format_id("ws", workspace_id), details={"slug": row["slug"]},
+        )  # fmt: skip

@@ -48,6 +48,17 @@ class NewWorkspace(Body):
     description: str | None = None
 
 
+class WorkspaceChange(Body):
+    display_name: str | None = None
+    description: str | None = None
+    settings: dict[str, Any] | None = None
+
+
+class UserChange(Body):
+    status: Literal["active", "disabled"] | None = None
+    tenant_role: Literal["owner", "admin", "member", "auditor", "billing"] | None = None
+
+
 def acting(gw: Gateway, token: VerifiedToken, client: tuple[str | None, str | None]) -> Ctx:
     """The action context of an administration call; AB-1007 without ``admin``, AB-1015 for a
     token bound to a workspace."""
@@ -199,12 +210,36 @@ async def read_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> dict[st
     return workspace_view(await workspaces.get_workspace(ctx, tenant_id, _path_id("ws", ws_ref)))
 
 
+async def change_workspace(
+    ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, body: WorkspaceChange
+) -> dict[str, Any]:
+    changes = body.model_dump(exclude_unset=True)
+    if changes.get("display_name", "") is None or changes.get("settings", {}) is None:
+        raise RequestInvalid("display_name and settings cannot be null")
+    row = await workspaces.update_workspace(ctx, tenant_id, _path_id("ws", ws_ref), changes)
+    return workspace_view(row)
+
+
+async def delete_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> None:
+    await workspaces.delete_workspace(ctx, tenant_id, _path_id("ws", ws_ref))
+
+
 async def list_users(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
     return [user_view(row) for row in await users.list_users(ctx, tenant_id)]
 
 
 async def read_user(ctx: Ctx, tenant_id: uuid.UUID, user_ref: str) -> dict[str, Any]:
     return user_view(await users.get_user(ctx, tenant_id, _path_id("usr", user_ref)))
+
+
+async def change_user(
+    ctx: Ctx, tenant_id: uuid.UUID, user_ref: str, body: UserChange
+) -> dict[str, Any]:
+    row, in_force = await users.change_user(
+        ctx, tenant_id, _path_id("usr", user_ref), status=body.status,
+        tenant_role=body.tenant_role,
+    )  # fmt: skip
+    return {**user_view(row), "active_tokens": [format_id("tok", t["id"]) for t in in_force]}
 
 
 async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[str, Any]:

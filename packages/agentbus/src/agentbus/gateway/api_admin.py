@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from agentbus.actions.context import Ctx
 from agentbus.gateway import administration as adm
@@ -59,6 +59,20 @@ async def get_workspace(workspace_id: str, who: Caller) -> dict[str, Any]:
     return await adm.read_workspace(who.ctx, who.tenant_id, workspace_id)
 
 
+@router.patch("/v1/workspaces/{workspace_id}")
+async def patch_workspace(request: Request, workspace_id: str, who: Caller) -> dict[str, Any]:
+    """Change ``display_name``, ``description`` or ``settings`` (slugs never change)."""
+    body = await read_model(request, adm.WorkspaceChange)
+    return await adm.change_workspace(who.ctx, who.tenant_id, workspace_id, body)
+
+
+@router.delete("/v1/workspaces/{workspace_id}", status_code=204)
+async def delete_workspace(workspace_id: str, who: Caller) -> Response:
+    """Delete a workspace without live agents (AB-8008 otherwise)."""
+    await adm.delete_workspace(who.ctx, who.tenant_id, workspace_id)
+    return Response(status_code=204)
+
+
 @router.get("/v1/users")
 async def get_users(who: Caller) -> dict[str, Any]:
     return {"items": await adm.list_users(who.ctx, who.tenant_id)}
@@ -67,6 +81,14 @@ async def get_users(who: Caller) -> dict[str, Any]:
 @router.get("/v1/users/{user_id}")
 async def get_user(user_id: str, who: Caller) -> dict[str, Any]:
     return await adm.read_user(who.ctx, who.tenant_id, user_id)
+
+
+@router.patch("/v1/users/{user_id}")
+async def patch_user(request: Request, user_id: str, who: Caller) -> dict[str, Any]:
+    """Disable or enable a user, or change its tenant role; ``active_tokens`` lists the tokens
+    still in force, which disabling does not revoke."""
+    body = await read_model(request, adm.UserChange)
+    return await adm.change_user(who.ctx, who.tenant_id, user_id, body)
 
 
 @router.post("/v1/tokens", status_code=201)

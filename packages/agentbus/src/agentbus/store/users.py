@@ -63,3 +63,30 @@ async def tenant_role(conn: Conn, tenant_id: uuid.UUID, user_id: uuid.UUID) -> s
     )
     row = await cur.fetchone()
     return None if row is None else str(row["role"])
+
+
+async def lock_owners(conn: Conn, tenant_id: uuid.UUID) -> list[uuid.UUID]:
+    """The active owners of the tenant, their memberships locked (one change of owners at a
+    time, so the last one cannot be removed by two changes at once)."""
+    cur = await conn.execute(
+        """SELECT m.user_id FROM tenant_memberships m JOIN users u ON u.id = m.user_id
+            WHERE m.tenant_id = %s AND m.role = 'owner' AND u.status = 'active'
+            ORDER BY m.user_id FOR UPDATE OF m""",
+        (tenant_id,),
+    )
+    return [row["user_id"] for row in await cur.fetchall()]
+
+
+async def set_status(conn: Conn, tenant_id: uuid.UUID, user_id: uuid.UUID, status: str) -> None:
+    await conn.execute(
+        "UPDATE users SET status = %s WHERE tenant_id = %s AND id = %s",
+        (status, tenant_id, user_id),
+    )
+
+
+async def set_tenant_role(conn: Conn, tenant_id: uuid.UUID, user_id: uuid.UUID, role: str) -> None:
+    await conn.execute(
+        """INSERT INTO tenant_memberships (tenant_id, user_id, role) VALUES (%s, %s, %s)
+           ON CONFLICT (tenant_id, user_id) DO UPDATE SET role = excluded.role""",
+        (tenant_id, user_id, role),
+    )

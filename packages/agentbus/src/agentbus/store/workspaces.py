@@ -7,6 +7,7 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 from platformkit.ids import uuid7
+from psycopg.types.json import Jsonb
 
 Row = dict[str, Any]
 
@@ -52,3 +53,38 @@ async def count_live_workspaces(conn: Conn, tenant_id: uuid.UUID) -> int:
     )
     row = await cur.fetchone()
     return int(row["n"]) if row else 0
+
+
+async def update_workspace(
+    conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID, changes: dict[str, Any]
+) -> Row | None:
+    """Set the given columns (``display_name``, ``description``, ``settings``) of a live
+    workspace; the row, or None when there is none."""
+    names = [name for name in ("display_name", "description", "settings") if name in changes]
+    values = [Jsonb(changes[n]) if n == "settings" else changes[n] for n in names]
+    assignments = ", ".join(f"{name} = %s" for name in names) or "display_name = display_name"
+    cur = await conn.execute(
+        f"""UPDATE workspaces SET {assignments}
+             WHERE tenant_id = %s AND id = %s AND deleted_at IS NULL RETURNING {COLUMNS}""",
+        [*values, tenant_id, workspace_id],
+    )
+    return await cur.fetchone()
+
+
+async def count_live_agents(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> int:
+    cur = await conn.execute(
+        """SELECT count(*) AS n FROM agents
+            WHERE tenant_id = %s AND workspace_id = %s AND deleted_at IS NULL""",
+        (tenant_id, workspace_id),
+    )
+    row = await cur.fetchone()
+    return int(row["n"]) if row else 0
+
+
+async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> bool:
+    cur = await conn.execute(
+        """UPDATE workspaces SET deleted_at = now()
+            WHERE tenant_id = %s AND id = %s AND deleted_at IS NULL RETURNING id""",
+        (tenant_id, workspace_id),
+    )
+    return await cur.fetchone() is not None
