@@ -202,8 +202,7 @@ async def create_workspace(ctx: Ctx, tenant_id: uuid.UUID, body: NewWorkspace) -
 
 
 async def list_workspaces(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
-    rows = await workspaces.list_workspaces(ctx, tenant_id)
-    return [workspace_view(row) for row in rows if row["deleted_at"] is None]
+    return [workspace_view(row) for row in await workspaces.list_workspaces(ctx, tenant_id)]
 
 
 async def read_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> dict[str, Any]:
@@ -214,8 +213,9 @@ async def change_workspace(
     ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, body: WorkspaceChange
 ) -> dict[str, Any]:
     changes = body.model_dump(exclude_unset=True)
-    if changes.get("display_name", "") is None or changes.get("settings", {}) is None:
-        raise RequestInvalid("display_name and settings cannot be null")
+    for name in ("display_name", "settings"):
+        if name in changes and changes[name] is None:
+            raise RequestInvalid(f"{name} cannot be null", field=name)
     row = await workspaces.update_workspace(ctx, tenant_id, _path_id("ws", ws_ref), changes)
     return workspace_view(row)
 
