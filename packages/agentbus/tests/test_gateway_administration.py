@@ -4,6 +4,7 @@ token never stronger than its maker; revocation ends a token at once; the audit 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -13,12 +14,13 @@ from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import enroll, make_world, owner_token
+from agentbus.gateway.testkit import World, enroll, make_world, owner_token
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
 from agentbus.store.audit_actions import list_audit_actions
 from agentbus.store.integration_tokens import verify_integration_token
 from platformkit.db.scope import tenant_transaction
+from platformkit.ids import uuid7
 
 Json = dict[str, Any]
 
@@ -34,6 +36,17 @@ async def call(
     reply = await client.request(method, path, headers=headers, **kwargs)
     assert reply.status_code == status, reply.text
     return dict(reply.json())
+
+
+async def acme_and_dana(gateway: Gateway) -> tuple[World, uuid.UUID, Json]:
+    """Tenant acme, its owner's id, and dana, a plain member of the tenant."""
+    world = await make_world(gateway, "acme")
+    owner_id = (await verify_integration_token(gateway.pool, world.token)).owner_user_id
+    dana = await users.create_user(
+        Ctx(gateway.pool, Actor.user(world.tenant_id, owner_id)), world.tenant_id,
+        OwnerSpec("dana@acme.example", "oidc:test", "dana"),
+    )  # fmt: skip
+    return world, owner_id, dana
 
 
 async def test_an_admin_token_manages_its_tenant(
@@ -155,13 +168,8 @@ async def test_workspaces_change_and_go_once_empty(
 async def test_users_are_disabled_and_promoted_but_never_leave_the_tenant_ownerless(
     gateway: Gateway, gateway_client: httpx.AsyncClient
 ) -> None:
-    client, world = gateway_client, await make_world(gateway, "acme")
+    client, (world, owner_id, dana) = gateway_client, await acme_and_dana(gateway)
     admin = bearer(world.token)
-    owner_id = (await verify_integration_token(gateway.pool, world.token)).owner_user_id
-    as_owner = Ctx(gateway.pool, Actor.user(world.tenant_id, owner_id))
-    dana = await users.create_user(
-        as_owner, world.tenant_id, OwnerSpec("dana@acme.example", "oidc:test", "dana")
-    )
     dana_id = format_id("usr", dana["id"])
     main = format_id("ws", world.workspace_id)
     ask = {"name": "dana-laptop", "scopes": ["send"], "workspace": main, "owner": dana_id}
@@ -184,3 +192,36 @@ async def test_users_are_disabled_and_promoted_but_never_leave_the_tenant_ownerl
                          json={"tenant_role": "member"})  # fmt: skip
     assert problem["code"] == "AB-1008", "only an owner changes an owner"
     await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 422, json={"status": "invited"})
+
+
+async def test_a_workspace_admin_added_over_the_api_manages_its_agents(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    client, (world, owner_id, dana) = gateway_client, await acme_and_dana(gateway)
+    admin = bearer(world.token)
+    dana_id, main = format_id("usr", dana["id"]), format_id("ws", world.workspace_id)
+    ask = {"name": "dana", "scopes": ["register"], "workspace": main, "owner": dana_id}
+    danas = bearer((await call(client, "POST", "/v1/tokens", admin, 201, json=ask))["token"])
+    builder = await enroll(client, world, "builder")  # the owner's agent
+    agent_path = f"/v1/agents/{builder.agent_id}"
+    disable = {"status": "disabled"}
+    problem = await call(client, "PATCH", agent_path, danas, 403, json=disable)
+    assert problem["code"] == "AB-1008", "a plain member may not manage another's agent"
+
+    members = f"/v1/workspaces/{main}/members"
+    added = await call(client, "PUT", f"{members}/{dana_id}", admin, 200, json={"role": "admin"})
+    assert (added["role"], added["invited_by"]) == ("admin", format_id("usr", owner_id))
+    listed = await call(client, "GET", members, admin, 200)
+    assert [(m["user_id"], m["role"]) for m in listed["items"]] == [(dana_id, "admin")]
+    assert (await call(client, "PATCH", agent_path, danas, 200, json=disable))["status"] == (
+        "disabled"
+    )
+
+    stranger = f"{members}/{format_id('usr', uuid7())}"  # not a member of the tenant
+    problem = await call(client, "PUT", stranger, admin, 409, json={"role": "member"})
+    assert problem["code"] == "AB-8008"
+    await call(client, "PUT", f"{members}/{dana_id}", admin, 422, json={"role": "owner"})
+    assert (await client.delete(f"{members}/{dana_id}", headers=admin)).status_code == 204
+    await call(client, "DELETE", f"{members}/{dana_id}", admin, 404)
+    enable = {"status": "registered"}
+    assert (await call(client, "PATCH", agent_path, danas, 403, json=enable))["code"] == "AB-1008"

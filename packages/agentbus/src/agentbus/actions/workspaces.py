@@ -6,14 +6,15 @@ import uuid
 from typing import Any
 
 import psycopg
+from platformkit.db.scope import Conn
 
 from agentbus.actions.access import require_tenant_admin, tenant_scope
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
-from agentbus.actions.validate import check_slug, check_text
+from agentbus.actions.validate import check_one_of, check_slug, check_text
 from agentbus.errors import AlreadyExists, NotFound, PlanLimitReached, StateConflict
 from agentbus.ids import format_id
-from agentbus.store import plans, workspaces
+from agentbus.store import plans, users, workspaces
 
 Row = dict[str, Any]
 
@@ -61,12 +62,61 @@ async def list_workspaces(ctx: Ctx, tenant_id: uuid.UUID) -> list[Row]:
         return await workspaces.list_workspaces(conn, tenant_id)
 
 
-async def get_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> Row:
-    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
-        row = await workspaces.get_workspace(conn, tenant_id, workspace_id)
+async def _live(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> Row:
+    row = await workspaces.get_workspace(conn, tenant_id, workspace_id)
     if row is None or row["deleted_at"] is not None:
         raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
     return row
+
+
+async def get_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> Row:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        return await _live(conn, tenant_id, workspace_id)
+
+
+WS_ROLES = ("admin", "member", "viewer")
+
+
+async def list_members(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> list[Row]:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await _live(conn, tenant_id, workspace_id)
+        return await workspaces.list_members(conn, tenant_id, workspace_id)
+
+
+async def set_member(
+    ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID, role: str
+) -> Row:
+    """Add a tenant member to the workspace with ``role``, or change its role; a user who is
+    not a member of the tenant is AB-8008."""
+    check_one_of(role, WS_ROLES, "role")
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        await _live(conn, tenant_id, workspace_id)
+        if await users.tenant_role(conn, tenant_id, user_id) is None:
+            raise StateConflict(f"{format_id('usr', user_id)} is not a member of the tenant")
+        row = await workspaces.set_member(
+            conn, tenant_id, workspace_id, user_id, role, ctx.actor.user_id
+        )
+        await record_action(
+            conn, ctx, tenant_id, "workspace.member.set", target_type="workspace",
+            target_id=format_id("ws", workspace_id),
+            details={"user": format_id("usr", user_id), "role": role},
+        )  # fmt: skip
+        return row
+
+
+async def remove_member(
+    ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID
+) -> None:
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        await _live(conn, tenant_id, workspace_id)
+        if not await workspaces.remove_member(conn, tenant_id, workspace_id, user_id):
+            raise NotFound(f"{format_id('usr', user_id)} is not a member of the workspace")
+        await record_action(
+            conn, ctx, tenant_id, "workspace.member.remove", target_type="workspace",
+            target_id=format_id("ws", workspace_id), details={"user": format_id("usr", user_id)},
+        )  # fmt: skip
 
 
 async def update_workspace(
@@ -97,9 +147,7 @@ async def delete_workspace(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UU
     """Sets ``deleted_at``; AB-8008 while agents live in it (delete or move them first)."""
     async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
         await require_tenant_admin(conn, ctx, tenant_id)
-        row = await workspaces.get_workspace(conn, tenant_id, workspace_id)
-        if row is None or row["deleted_at"] is not None:
-            raise NotFound(f"no workspace {format_id('ws', workspace_id)}")
+        row = await _live(conn, tenant_id, workspace_id)
         live = await workspaces.count_live_agents(conn, tenant_id, workspace_id)
         if live:
             raise StateConflict(f"the workspace still has {live} agents", agents=live)

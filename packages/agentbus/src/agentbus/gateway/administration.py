@@ -54,6 +54,10 @@ class WorkspaceChange(Body):
     settings: dict[str, Any] | None = None
 
 
+class Membership(Body):
+    role: Literal["admin", "member", "viewer"]
+
+
 class UserChange(Body):
     status: Literal["active", "disabled"] | None = None
     tenant_role: Literal["owner", "admin", "member", "auditor", "billing"] | None = None
@@ -113,6 +117,16 @@ def workspace_view(row: Row) -> dict[str, Any]:
         "display_name": row["display_name"],
         "description": row["description"],
         "settings": row["settings"],
+        "created_at": ts(row["created_at"]),
+    }
+
+
+def member_view(row: Row) -> dict[str, Any]:
+    invited_by = row["invited_by"]
+    return {
+        "user_id": format_id("usr", row["user_id"]),
+        "role": row["role"],
+        "invited_by": None if invited_by is None else format_id("usr", invited_by),
         "created_at": ts(row["created_at"]),
     }
 
@@ -222,6 +236,26 @@ async def change_workspace(
 
 async def delete_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> None:
     await workspaces.delete_workspace(ctx, tenant_id, _path_id("ws", ws_ref))
+
+
+async def list_members(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> list[dict[str, Any]]:
+    rows = await workspaces.list_members(ctx, tenant_id, _path_id("ws", ws_ref))
+    return [member_view(row) for row in rows]
+
+
+async def set_member(
+    ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, user_ref: str, body: Membership
+) -> dict[str, Any]:
+    row = await workspaces.set_member(
+        ctx, tenant_id, _path_id("ws", ws_ref), _path_id("usr", user_ref), body.role
+    )
+    return member_view(row)
+
+
+async def remove_member(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, user_ref: str) -> None:
+    await workspaces.remove_member(
+        ctx, tenant_id, _path_id("ws", ws_ref), _path_id("usr", user_ref)
+    )
 
 
 async def list_users(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]]:

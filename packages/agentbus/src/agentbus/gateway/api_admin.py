@@ -73,6 +73,26 @@ async def delete_workspace(workspace_id: str, who: Caller) -> Response:
     return Response(status_code=204)
 
 
+@router.get("/v1/workspaces/{workspace_id}/members")
+async def get_members(workspace_id: str, who: Caller) -> dict[str, Any]:
+    return {"items": await adm.list_members(who.ctx, who.tenant_id, workspace_id)}
+
+
+@router.put("/v1/workspaces/{workspace_id}/members/{user_id}")
+async def put_member(
+    request: Request, workspace_id: str, user_id: str, who: Caller
+) -> dict[str, Any]:
+    """Add a tenant member to the workspace with a role, or change its role."""
+    body = await read_model(request, adm.Membership)
+    return await adm.set_member(who.ctx, who.tenant_id, workspace_id, user_id, body)
+
+
+@router.delete("/v1/workspaces/{workspace_id}/members/{user_id}", status_code=204)
+async def delete_member(workspace_id: str, user_id: str, who: Caller) -> Response:
+    await adm.remove_member(who.ctx, who.tenant_id, workspace_id, user_id)
+    return Response(status_code=204)
+
+
 @router.get("/v1/users")
 async def get_users(who: Caller) -> dict[str, Any]:
     return {"items": await adm.list_users(who.ctx, who.tenant_id)}

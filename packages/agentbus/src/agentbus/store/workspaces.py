@@ -88,3 +88,47 @@ async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID
         (tenant_id, workspace_id),
     )
     return await cur.fetchone() is not None
+
+
+_MEMBER = "user_id, role::text AS role, invited_by, created_at"
+
+
+async def list_members(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> list[Row]:
+    cur = await conn.execute(
+        f"""SELECT {_MEMBER} FROM workspace_memberships
+             WHERE tenant_id = %s AND workspace_id = %s ORDER BY user_id""",
+        (tenant_id, workspace_id),
+    )
+    return await cur.fetchall()
+
+
+async def set_member(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    workspace_id: uuid.UUID,
+    user_id: uuid.UUID,
+    role: str,
+    invited_by: uuid.UUID | None,
+) -> Row:
+    """Add the user with ``role``, or change the role of a member (who invited it stays)."""
+    cur = await conn.execute(
+        f"""INSERT INTO workspace_memberships (tenant_id, workspace_id, user_id, role, invited_by)
+            VALUES (%s, %s, %s, %s, %s)
+            ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role
+            RETURNING {_MEMBER}""",
+        (tenant_id, workspace_id, user_id, role, invited_by),
+    )
+    row = await cur.fetchone()
+    assert row is not None
+    return row
+
+
+async def remove_member(
+    conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID
+) -> bool:
+    cur = await conn.execute(
+        """DELETE FROM workspace_memberships
+            WHERE tenant_id = %s AND workspace_id = %s AND user_id = %s RETURNING user_id""",
+        (tenant_id, workspace_id, user_id),
+    )
+    return await cur.fetchone() is not None
