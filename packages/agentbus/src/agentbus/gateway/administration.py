@@ -144,7 +144,7 @@ def user_view(row: Row) -> dict[str, Any]:
     }
 
 
-def tenant_view(row: Row, limits: dict[str, Any]) -> dict[str, Any]:
+def tenant_view(row: Row) -> dict[str, Any]:
     return {
         "id": format_id("ten", row["id"]),
         "slug": row["slug"],
@@ -155,7 +155,6 @@ def tenant_view(row: Row, limits: dict[str, Any]) -> dict[str, Any]:
         "retention_days": row["retention_days"],
         "custom_domain": row["custom_domain"],
         "settings": row["settings"],
-        "limits": limits,
         "created_at": ts(row["created_at"]),
     }
 
@@ -281,4 +280,4 @@ async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[s
     if _path_id("ten", tenant_ref) != tenant_id:
         raise NotFound(f"no tenant {tenant_ref}")
     row, limits = await tenants.read_tenant(ctx, tenant_id)
-    return tenant_view(row, limits)
+    return {**tenant_view(row), "limits": limits}

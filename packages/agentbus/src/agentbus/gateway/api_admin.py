@@ -1,6 +1,7 @@
 """Administration routes (04-API-SPEC §10.1-10.4), FastAPI routes in the OpenAPI document: the
 tenant, its workspaces, users and integration tokens, for a tenant-wide token with ``admin``
-(``gateway.administration``)."""
+(``gateway.administration``); creating and listing tenants, for the platform operator
+(``gateway.operator``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
+from agentbus.actions import tenants
 from agentbus.actions.context import Ctx
 from agentbus.gateway import administration as adm
+from agentbus.gateway import operator
 from agentbus.gateway.auth import authenticate_token, client_ip
 from agentbus.gateway.bodies import read_model
 from agentbus.gateway.context import get_gateway
+from agentbus.ids import format_id
 from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter(tags=["administration"])
@@ -34,6 +38,32 @@ async def _admin(request: Request) -> Admin:
 
 
 Caller = Annotated[Admin, Depends(_admin)]
+
+
+@router.post("/v1/tenants", status_code=201)
+async def post_tenant(request: Request) -> JSONResponse:
+    """Create a tenant with its owner and a bootstrap token (platform operator); the token is
+    in this answer only."""
+    gw = get_gateway(request)
+    ctx = operator.authenticate_operator(gw, request)
+    body = await read_model(request, operator.NewTenant)
+    created = await operator.create_tenant(ctx, body)
+    assert created.owner_user is not None
+    assert created.bootstrap_token is not None
+    issued = created.bootstrap_token
+    answer = {
+        "tenant": adm.tenant_view(created.tenant),
+        "owner_user": {"id": format_id("usr", created.owner_user["id"])},
+        "bootstrap_token": {"id": format_id("tok", issued.row["id"]), "token": issued.plaintext},
+    }
+    return JSONResponse(answer, status_code=201, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/v1/tenants")
+async def get_tenants(request: Request) -> dict[str, Any]:
+    """Every tenant (platform operator)."""
+    ctx = operator.authenticate_operator(get_gateway(request), request)
+    return {"items": [adm.tenant_view(row) for row in await tenants.list_tenants(ctx)]}
 
 
 @router.get("/v1/tenants/{tenant_id}")

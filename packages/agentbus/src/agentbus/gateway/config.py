@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from agentbus.settings import Settings
@@ -49,6 +49,12 @@ class GatewaySettings(Settings):
     )
     reconcile_shards: int = Field(
         1, ge=1, le=1024, description="Leader shards of the reconciler (tenant hash modulo)."
+    )
+    platform_token: SecretStr | None = Field(
+        None,
+        min_length=32,
+        description="The platform operator's bearer for POST and GET /v1/tenants (32 characters "
+        "or more); unset, those routes refuse every caller.",
     )
     background: bool = Field(
         True, description="Run the background loops (reconciler, partitions) in this process."
