@@ -89,6 +89,8 @@ async def test_an_admin_token_manages_its_tenant(
     assert minted["id"] in [t["id"] for t in listed_tokens["items"]]
     assert plaintext not in str(listed_tokens)
     await call(client, "GET", "/v1/agents", bearer(plaintext), 200)  # it works
+    used = await call(client, "GET", f"/v1/tokens/{minted['id']}", admin, 200)
+    assert used["last_used_ip"] == "127.0.0.1", "an address, not a network"
 
     revoked = await call(client, "DELETE", f"/v1/tokens/{minted['id']}", admin, 200,
                          json={"reason": "rotated"})  # fmt: skip

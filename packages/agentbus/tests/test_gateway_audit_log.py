@@ -45,7 +45,7 @@ async def test_operators_read_the_tenants_elevated_actions(
     views = (await _list(client, auditor, action="message.view_payload"))["items"]
     assert [v["target_id"] for v in views] == list(reversed(sent))
     assert views[0]["details"]["via"].startswith("tok_")
-    assert views[0]["actor_type"] == "user"
+    assert (views[0]["actor_type"], views[0]["ip"]) == ("user", "127.0.0.1")
     [one] = (await _list(client, auditor, target=sent[0]))["items"]
     assert one["action"] == "message.view_payload"
 

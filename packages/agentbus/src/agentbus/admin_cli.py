@@ -344,5 +344,12 @@ def audit_list(
     rows = _run(
         ctx, lambda c: audit.list_actions(c, tid, action=action, target_id=target, limit=limit)
     )
-    cols = ["at", "actor_type", "actor_id", "action", "target_id", "details"]
-    _show(rows, "", cols, as_json)
+    if as_json:
+        _show(rows, "", [], as_json)
+        return
+    for row in (public(r, "") for r in rows):  # one line each: the details are free-form
+        console.print(
+            f"{row['at']}  {row['actor_id']}  {row['action']}  {row['target_id'] or '-'}  "
+            f"{json.dumps(row['details'], sort_keys=True)}",
+            markup=False, soft_wrap=True, highlight=False,
+        )  # fmt: skip

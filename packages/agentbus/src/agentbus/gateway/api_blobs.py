@@ -37,8 +37,9 @@ async def get_blob(request: Request) -> Response:
         client=client,
     )  # fmt: skip
     digest = base64.b64encode(bytes(row["sha256"])).decode()
-    headers = {"Digest": f"sha-256={digest}", "Cache-Control": "private, no-store"}
-    return Response(data, media_type=row["content_type"], headers=headers)
+    headers = {"Content-Type": row["content_type"], "Digest": f"sha-256={digest}",
+               "Cache-Control": "private, no-store"}  # fmt: skip
+    return Response(data, headers=headers)  # the type as uploaded, no charset added
 
 
 routes = [

@@ -71,7 +71,7 @@ async def list_audit_actions(
         params["target"] = target_id
     cur = await conn.execute(
         f"""SELECT id, tenant_id, actor_type, actor_id, action, target_type, target_id,
-                   consent_ref, details, ip::text AS ip, user_agent, at
+                   consent_ref, details, host(ip) AS ip, user_agent, at
               FROM audit_actions WHERE {" AND ".join(where)}
              ORDER BY at DESC, id DESC LIMIT %(limit)s""",
         params,

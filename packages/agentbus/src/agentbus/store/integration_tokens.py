@@ -33,7 +33,7 @@ TOUCH_EVERY = timedelta(minutes=1)
 
 # Never the hash: listing and reading a token shows its prefix and last four characters only.
 COLUMNS = """id, tenant_id, workspace_id, owner_user_id, name, env, prefix, last4, scopes,
-    expires_at, last_used_at, last_used_ip::text AS last_used_ip, revoked_at, revoked_reason,
+    expires_at, last_used_at, host(last_used_ip) AS last_used_ip, revoked_at, revoked_reason,
     created_at"""
 
 
