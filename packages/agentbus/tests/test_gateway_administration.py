@@ -129,6 +129,10 @@ async def test_who_may_administer(gateway: Gateway, gateway_client: httpx.AsyncC
     assert (await call(client, "POST", "/v1/tokens", bearer(world.token), 422, json=bad))[
         "code"
     ] == "AB-8001"
+    made_up = {"name": "x", "scopes": ["everything"]}
+    assert (await call(client, "POST", "/v1/tokens", only_admin, 422, json=made_up))[
+        "code"
+    ] == "AB-8001"
     unknown = {"name": "x", "scopes": ["send"], "extra": True}
     await call(client, "POST", "/v1/tokens", bearer(world.token), 422, json=unknown)
 

@@ -24,7 +24,7 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.views import ts
 from agentbus.gateway.wire import parse_ts
 from agentbus.ids import InvalidId, format_id, parse_id
-from agentbus.store.integration_tokens import DEFAULT_SCOPES, VerifiedToken
+from agentbus.store.integration_tokens import DEFAULT_SCOPES, SCOPES, VerifiedToken
 
 Row = dict[str, Any]
 
@@ -160,7 +160,7 @@ def tenant_view(row: Row) -> dict[str, Any]:
 
 
 async def create_token(ctx: Ctx, caller: VerifiedToken, body: NewToken) -> dict[str, Any]:
-    stronger = set(body.scopes) - caller.scopes
+    stronger = (set(body.scopes) & set(SCOPES)) - caller.scopes  # unknown ones: AB-8001 below
     if stronger:
         raise InsufficientScope(
             f"a new token's scopes must be among yours; not {', '.join(sorted(stronger))}",

@@ -62,12 +62,14 @@ async def reference(
 
 
 async def delete_expired(conn: Conn, tenant_id: uuid.UUID, limit: int) -> list[str]:
-    """Up to ``limit`` of the tenant's blobs past ``expires_at``, deleted; their object keys."""
+    """Up to ``limit`` of the tenant's blobs past ``expires_at``, deleted; their object keys.
+    The target row's ``expires_at`` is checked again: a send that attached the blob meanwhile
+    (and held its lock) has moved it on, and the row stays."""
     cur = await conn.execute(
         """DELETE FROM blobs b USING (
                SELECT id FROM blobs WHERE tenant_id = %(t)s AND expires_at < now()
                 ORDER BY expires_at LIMIT %(limit)s) AS doomed
-            WHERE b.tenant_id = %(t)s AND b.id = doomed.id
+            WHERE b.tenant_id = %(t)s AND b.id = doomed.id AND b.expires_at < now()
         RETURNING b.s3_key""",
         {"t": tenant_id, "limit": limit},
     )
