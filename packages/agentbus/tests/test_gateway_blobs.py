@@ -4,8 +4,10 @@ upload sealed at rest, attach, download by the parties of a message that attache
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -16,6 +18,7 @@ from agentbus.db import SCOPE
 from agentbus.gateway.blobs import attached_blobs, blob_key
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.objectstore import ObjectMissing
+from agentbus.gateway.store import blobs
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -211,3 +214,33 @@ async def test_retention_deletes_expired_blobs_and_keeps_attached_ones(
     assert await blob_row(gateway, world, attached["id"]) is not None
     reply = await client.get(f"/v1/blobs/{attached['id']}", headers=alice.headers())
     assert reply.content == DIFF
+
+
+async def test_retention_leaves_a_blob_a_send_attaches_as_it_expires(
+    agentbus_db: str, gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    """A send locks the blob while it was still live; retention, finding it expired a moment
+    later, waits for that lock; the send extends the blob and commits; the blob stays."""
+    world, alice, _bob = await alice_and_bob(gateway, gateway_client)
+    blob = await uploaded(gateway_client, alice)
+    blob_id = parse_id("blb", blob["id"])
+    async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
+        await admin.execute(
+            "UPDATE blobs SET expires_at = now() + interval '1 second' WHERE id = %s", (blob_id,)
+        )
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as send:
+        assert await blobs.lock_live(send, world.tenant_id, [blob_id]) == {blob_id}
+        await asyncio.sleep(1.5)  # past expires_at now, by the clock retention reads
+
+        async def retention() -> list[str]:
+            async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+                return await blobs.delete_expired(conn, world.tenant_id, 10)
+
+        deleting = asyncio.create_task(retention())
+        await asyncio.sleep(0.5)
+        assert not deleting.done(), "retention waits for the send's lock"
+        await blobs.reference(
+            send, world.tenant_id, [blob_id], datetime.now(UTC) + timedelta(days=7)
+        )
+    assert await deleting == []
+    assert await blob_row(gateway, world, blob["id"]) is not None
