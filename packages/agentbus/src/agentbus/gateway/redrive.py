@@ -22,11 +22,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from platformkit.db.scope import Conn, tenant_transaction
+from platformkit.ids import uuid7
 
 from agentbus.db import SCOPE
 from agentbus.delivery import store
 from agentbus.delivery.domain import Status, redrive_refusal
-from agentbus.errors import InsufficientScope, RoleRequired
+from agentbus.errors import InsufficientScope, NotFound, RoleRequired
 from agentbus.gateway import errors as e
 from agentbus.gateway.agent_access import check_token_over_agent
 from agentbus.gateway.audit import record_api_action
@@ -38,7 +39,7 @@ from agentbus.gateway.publish import publish_message
 from agentbus.gateway.schemas import TASK_REQUEST
 from agentbus.gateway.store import agents, messages
 from agentbus.gateway.views import message_view
-from agentbus.ids import format_id, new_id
+from agentbus.ids import format_id
 
 REDRIVE = "message.redrive"
 
@@ -73,7 +74,8 @@ async def redrive_message(
         found = await find_visible_message(conn, who, msg_id)
         await _check_may_redrive(conn, who, found)
         row = await store.lock_any(conn, who.tenant_id, msg_id, found["accepted_at"])
-        assert row is not None  # found in this transaction, and rows are never deleted in one
+        if row is None:  # deleted by retention between the read and the lock
+            raise NotFound(f"no message {text}")
         recipient = None
         if row["to_agent_id"] is not None:
             recipient = await agents.get_agent(conn, who.tenant_id, row["to_agent_id"])
@@ -87,7 +89,7 @@ async def redrive_message(
         if refusal is not None:
             raise e.NotRedrivable(refusal, status_now=row["status"])
         await store.record(conn, who.tenant_id, msg_id, row["to_agent_id"], "redrive")
-        copy, _ = new_id("msg")
+        copy = uuid7()
         await record_api_action(
             conn, gw, who, REDRIVE, target_type="message", target_id=format_id("msg", msg_id),
             details={"dlq_reason": row["dlq_reason"], "copy": copy.hex}, client=client,
