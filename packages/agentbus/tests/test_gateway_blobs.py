@@ -114,6 +114,11 @@ async def test_a_blob_is_sealed_attached_and_read_by_the_parties(
     reply = await client.get(path, headers=bob.headers())
     assert (reply.status_code, reply.json()["code"]) == (404, "AB-8002")
     assert "?message=" in reply.json()["detail"]
+    nowhere = format_id("blb", uuid7())
+    absent = await client.get(f"/v1/blobs/{nowhere}", headers=bob.headers())
+    assert absent.json()["detail"].replace(nowhere, blob["id"]) == reply.json()["detail"], (
+        "the answer does not tell whether another's blob exists"
+    )
     reply = await client.get(path, params={"message": env["id"]}, headers=bob.headers())
     assert (reply.status_code, reply.content) == (200, DIFF), reply.text
     reply = await client.get(path, params={"message": env["id"]}, headers=carol.headers())

@@ -168,18 +168,21 @@ async def open_blob(
     missing = NotFound(f"no blob {blob_ref}")
     message = None
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
-        row = await blobs.get_blob(conn, who.tenant_id, blob_id)
-        if row is None or row["expires_at"] <= datetime.now(UTC):
-            raise missing
+        found = await blobs.get_blob(conn, who.tenant_id, blob_id)
+        row = found if found is not None and found["expires_at"] > datetime.now(UTC) else None
         if isinstance(who, AgentPrincipal):
-            if who.agent_id != row["uploaded_by"]:
-                if message_ref is None:
+            if row is None or who.agent_id != row["uploaded_by"]:
+                if message_ref is None:  # the same answer whether the blob exists or not
                     raise NotFound(
-                        f"no blob {blob_ref} of yours; name the message that attaches it "
-                        "with ?message=msg_..."
+                        f"no blob {blob_ref} of yours; one a message attached is read with "
+                        "?message=msg_..."
                     )
+                if row is None:
+                    raise missing
                 message = await find_visible_message(conn, who, message_id_of(message_ref))
         else:
+            if row is None:
+                raise missing
             uploader = await agents.get_agent(conn, who.tenant_id, row["uploaded_by"])
             if uploader is None or who.workspace_id not in (None, uploader["workspace_id"]):
                 raise missing
