@@ -18,7 +18,8 @@ from pydantic import Field
 
 from agentbus.actions import tenants, tokens, users, workspaces
 from agentbus.actions.context import Actor, Ctx
-from agentbus.errors import InsufficientScope, NotFound, RequestInvalid, WorkspaceMismatch
+from agentbus.errors import InsufficientScope, NotFound, RequestInvalid
+from agentbus.gateway.auth import require_tenant_wide
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.views import ts
@@ -66,10 +67,7 @@ class UserChange(Body):
 def acting(gw: Gateway, token: VerifiedToken, client: tuple[str | None, str | None]) -> Ctx:
     """The action context of an administration call; AB-1007 without ``admin``, AB-1015 for a
     token bound to a workspace."""
-    if "admin" not in token.scopes:
-        raise InsufficientScope("administration takes a token with 'admin'", scope="admin")
-    if token.workspace_id is not None:
-        raise WorkspaceMismatch("administration takes a tenant-wide token")
+    require_tenant_wide(token, ("admin",), "administration")
     return Ctx(gw.pool, Actor.user(token.tenant_id, token.owner_user_id), keyring=gw.keyring,
                ip=client[0], user_agent=client[1])  # fmt: skip
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
-from agentbus.errors import InsufficientScope, RoleRequired, WorkspaceMismatch
-from agentbus.gateway.auth import Reader
+from agentbus.errors import RoleRequired, WorkspaceMismatch
+from agentbus.gateway.auth import Reader, require_scopes
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store import agents
 from agentbus.store.integration_tokens import VerifiedToken
@@ -29,17 +29,14 @@ async def check_token_over_agent(conn: Conn, token: VerifiedToken, agent: dict[s
             raise RoleRequired("only the agent's owner or a workspace admin may do this")
 
 
-MANAGE_SCOPES = frozenset({"register", "admin"})
+MANAGE_SCOPES = ("register", "admin")
 
 
 async def check_token_manages_agent(
     conn: Conn, token: VerifiedToken, agent: dict[str, Any]
 ) -> None:
     """``check_token_over_agent`` for a token with ``register`` or ``admin``."""
-    if not token.scopes & MANAGE_SCOPES:
-        raise InsufficientScope(
-            "managing an agent takes a token with 'register' or 'admin'", scope="register"
-        )
+    require_scopes(token, MANAGE_SCOPES, "managing an agent")
     await check_token_over_agent(conn, token, agent)
 
 

@@ -10,9 +10,9 @@ from typing import Any
 from platformkit.db.scope import tenant_transaction
 
 from agentbus.db import SCOPE
-from agentbus.errors import InsufficientScope, RequestInvalid, WorkspaceMismatch
+from agentbus.errors import RequestInvalid
 from agentbus.gateway import cursors
-from agentbus.gateway.auth import AUDIT_SCOPES
+from agentbus.gateway.auth import AUDIT_SCOPES, require_tenant_wide
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.views import ts
 from agentbus.store.audit_actions import list_audit_actions
@@ -54,12 +54,7 @@ async def list_actions(
     limit: int = 50,
     cursor: str | None = None,
 ) -> dict[str, Any]:
-    if not token.scopes & AUDIT_SCOPES:
-        raise InsufficientScope(
-            "the audit log takes a token with 'read_audit' or 'admin'", scope="read_audit"
-        )
-    if token.workspace_id is not None:
-        raise WorkspaceMismatch("the audit log is tenant-wide; use a token not bound to one")
+    require_tenant_wide(token, AUDIT_SCOPES, "the audit log")
     limit, before = max(1, min(limit, LIST_MAX)), cursors.decode(LIST_CURSOR, cursor)
     async with tenant_transaction(gw.pool, SCOPE, token.tenant_id) as conn:
         rows = await list_audit_actions(

@@ -9,6 +9,8 @@
 - ``authenticate_either``: either of the two (routes for agents and operators alike);
   ``authenticate_reader``: an agent credential, or a token with ``read_audit`` or ``admin``
   (AB-1007 without), for the routes that read messages.
+- ``require_scopes`` / ``require_tenant_wide``: a token's scope check (AB-1007), and for rows
+  that name no workspace also a token not bound to one (AB-1015).
 
 ``require_*`` are FastAPI dependencies; plain Starlette routes call ``authenticate_*`` directly.
 """
@@ -26,6 +28,7 @@ from agentbus.errors import (
     TokenExpired,
     TokenRevoked,
     Unauthenticated,
+    WorkspaceMismatch,
 )
 from agentbus.gateway import credentials
 from agentbus.gateway.context import Gateway, get_gateway
@@ -45,11 +48,13 @@ __all__ = [
     "client_ip",
     "principal_from_credential",
     "require_agent",
+    "require_scopes",
+    "require_tenant_wide",
     "require_token",
 ]
 
 
-AUDIT_SCOPES = frozenset({"read_audit", "admin"})
+AUDIT_SCOPES = ("read_audit", "admin")
 Reader = AgentPrincipal | VerifiedToken
 """Who reads a message: one of its parties, or an operator's token (``authenticate_reader``)."""
 
@@ -76,12 +81,22 @@ async def authenticate_token(
     return token
 
 
-def _auditor(token: VerifiedToken) -> VerifiedToken:
-    if not token.scopes & AUDIT_SCOPES:
-        raise InsufficientScope(
-            "this route takes a token with 'read_audit' or 'admin'", scope="read_audit"
-        )
+def require_scopes(
+    token: VerifiedToken, scopes: tuple[str, ...], what: str = "this route"
+) -> VerifiedToken:
+    """AB-1007 unless the token holds one of ``scopes`` (the first is the one named)."""
+    if not token.scopes.intersection(scopes):
+        wanted = " or ".join(repr(scope) for scope in scopes)
+        raise InsufficientScope(f"{what} takes a token with {wanted}", scope=scopes[0])
     return token
+
+
+def require_tenant_wide(token: VerifiedToken, scopes: tuple[str, ...], what: str) -> None:
+    """``require_scopes``, and a token not bound to a workspace (AB-1015), for routes over
+    rows that name no workspace."""
+    require_scopes(token, scopes, what)
+    if token.workspace_id is not None:
+        raise WorkspaceMismatch(f"{what} is tenant-wide; use a token not bound to a workspace")
 
 
 async def authenticate_either(gw: Gateway, conn: HTTPConnection) -> Reader:
@@ -95,7 +110,7 @@ async def authenticate_reader(gw: Gateway, conn: HTTPConnection) -> Reader:
     """An operator's integration token, or an agent credential (a party, judged per
     message)."""
     who = await authenticate_either(gw, conn)
-    return _auditor(who) if isinstance(who, VerifiedToken) else who
+    return require_scopes(who, AUDIT_SCOPES) if isinstance(who, VerifiedToken) else who
 
 
 async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:

@@ -31,13 +31,13 @@ from agentbus.errors import InsufficientScope, NotFound, RoleRequired
 from agentbus.gateway import errors as e
 from agentbus.gateway.agent_access import check_token_over_agent
 from agentbus.gateway.audit import record_api_action
-from agentbus.gateway.auth import Reader
+from agentbus.gateway.auth import Reader, require_scopes
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.messages import find_visible_message, message_id_of
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import publish_message
 from agentbus.gateway.schemas import TASK_REQUEST
-from agentbus.gateway.store import agents, messages
+from agentbus.gateway.store import agents
 from agentbus.gateway.views import message_view
 from agentbus.ids import format_id
 
@@ -53,8 +53,7 @@ async def _check_may_redrive(conn: Conn, who: Reader, row: dict[str, Any]) -> No
         if "send" not in who.scopes:
             raise InsufficientScope("the credential lacks the 'send' scope", scope="send")
         return
-    if "admin" not in who.scopes:
-        raise InsufficientScope("a redrive takes a token with 'admin'", scope="admin")
+    require_scopes(who, ("admin",), "a redrive")
     sender = await agents.get_agent(conn, who.tenant_id, row["from_agent_id"])
     assert sender is not None  # messages.from_agent_id references agents
     await check_token_over_agent(conn, who, sender)
@@ -100,6 +99,4 @@ async def redrive_message(
         if seq is None:
             raise e.BrokerUnavailable("NATS did not confirm the new copy; nothing was changed")
         await store.redriven(conn, who.tenant_id, row, seq)
-        now = await messages.find_message(conn, who.tenant_id, msg_id)
-    assert now is not None
-    return message_view(now)
+    return message_view({**found, "status": "accepted", "stream_seq": seq})
