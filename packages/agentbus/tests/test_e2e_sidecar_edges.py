@@ -693,11 +693,12 @@ async def test_a_running_sidecar_replaces_a_revoked_key_by_itself(pair: World) -
     try:
 
         async def replaced() -> dict[str, Any] | None:
+            # credentials.json is written before the loop logs the rotation: wait for both
             now = stored_credentials(alice)
-            return now if now["key_id"] != stored["key_id"] else None
+            rotated = now["key_id"] != stored["key_id"] and "key rotated" in alice.log()
+            return now if rotated else None
 
         await until(replaced, 30, f"a new key in alice's credentials.json\n{alice.log()}")
-        assert "key rotated" in alice.log()
     finally:
         await alice.stop()
     sent = await alice.cli("send", bob.address, "with the new key")

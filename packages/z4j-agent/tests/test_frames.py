@@ -88,6 +88,7 @@ def test_session_secret_is_not_in_its_repr() -> None:
         ("id", "other"),
         ("nonce", "AAAA"),
     ],
+    ids=["payload", "type", "seq", "ts", "id", "nonce"],
 )
 def test_tampering_breaks_the_signature(field: str, value: Any) -> None:
     frame = FrameSigner(session()).sign("event_batch", {"events": [{"n": 1}]})
