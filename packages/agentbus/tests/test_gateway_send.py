@@ -204,3 +204,44 @@ async def test_cross_tenant_address_is_refused(
     assert count_rows(agentbus_db, "messages") == 0
     assert count_rows(agentbus_db, "conversations") == 0
     assert stored_objects(gateway) == []
+
+
+async def test_a_conversation_is_started_joined_and_kept_to_its_parties(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
+) -> None:
+    """The first message under a new id starts the conversation (its sender, workspace and
+    title); the parties write in it again; a third agent of the tenant is not a participant
+    (AB-3005); the id is another tenant's conflict (AB-2019), which stores nothing there."""
+    acme = await make_world(gateway, "acme")
+    globex = await make_world(gateway, "globex")
+    alice, bob, eve = [await enroll(gateway_client, acme, name) for name in ("alice", "bob", "eve")]
+    carol, dave = [await enroll(gateway_client, globex, name) for name in ("carol", "dave")]
+    first = alice.envelope(bob.address, {"text": "PR 42?", "title": "Review PR 42"})
+    assert (await post(gateway_client, alice, alice.sign(first))).status_code == 202
+    conversation = first["conversation"]
+
+    async def send(sender: SimAgent, to: SimAgent, text: str) -> httpx.Response:
+        env = sender.envelope(to.address, {"text": text}, conversation=conversation)
+        return await post(gateway_client, sender, sender.sign(env))
+
+    assert (await send(bob, alice, "on it")).status_code == 202
+    assert (await send(alice, bob, "thanks")).status_code == 202
+    outsider = await send(eve, bob, "me too")
+    assert (outsider.status_code, outsider.json()["code"]) == (403, "AB-3005"), outsider.text
+    elsewhere = await send(carol, dave, "same id, other tenant")
+    assert (elsewhere.status_code, elsewhere.json()["code"]) == (409, "AB-2019"), elsewhere.text
+
+    async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT started_by, workspace_id, title, participants, message_count"
+            " FROM conversations WHERE id = %s",
+            (parse_id("cnv", conversation),),
+        )
+        row = await cur.fetchone()
+    assert row is not None
+    assert row["started_by"] == parse_id("agt", alice.agent_id)
+    assert (row["workspace_id"], row["title"]) == (acme.workspace_id, "Review PR 42")
+    assert sorted(row["participants"]) == sorted(parse_id("agt", a.agent_id) for a in (alice, bob))
+    assert row["message_count"] == 3
+    assert count_rows(agentbus_db, "conversations") == 1
+    assert count_rows(agentbus_db, "messages") == 3

@@ -48,20 +48,19 @@ async def join_conversation(
     title: str | None,
 ) -> dict[str, Any]:
     """The conversation the message joins, created if the id is new (in the write
-    transaction), after the checks of ``admit``."""
+    transaction), after the checks of ``admit``. The caller found no row under the id when it
+    claimed the message ids (``send._claim``), so the insert comes first: one round trip for a
+    new conversation; a twin created since (its transaction committed meanwhile) is read."""
     tid = sender.tenant_id
+    created = await store.insert_conversation(
+        conn, tid, conversation_id, workspace_id=sender.workspace_id,
+        started_by=sender.agent_id, title=title,
+    )  # fmt: skip
+    if created is not None:
+        return created
     row = await store.get_conversation(conn, tid, conversation_id)
     if row is None:
-        if await store.insert_conversation(
-            conn, tid, conversation_id, workspace_id=sender.workspace_id,
-            started_by=sender.agent_id, title=title,
-        ):  # fmt: skip
-            created = await store.get_conversation(conn, tid, conversation_id)
-            assert created is not None
-            return created
-        row = await store.get_conversation(conn, tid, conversation_id)
-        if row is None:
-            raise ConversationConflict("the conversation id belongs to another tenant")
+        raise ConversationConflict("the conversation id belongs to another tenant")
     return admit(row, sender, recipient)
 
 

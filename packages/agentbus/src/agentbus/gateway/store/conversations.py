@@ -53,14 +53,15 @@ async def insert_conversation(
     workspace_id: uuid.UUID,
     started_by: uuid.UUID,
     title: str | None,
-) -> bool:
-    """False when the id exists already, in this tenant or (invisibly) in another."""
+) -> Row | None:
+    """The new row, or None when the id exists already, in this tenant or (invisibly) in
+    another; one round trip either way."""
     cur = await conn.execute(
-        """INSERT INTO conversations (id, tenant_id, workspace_id, started_by, title)
-           VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id""",
+        f"""INSERT INTO conversations (id, tenant_id, workspace_id, started_by, title)
+            VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING RETURNING {COLUMNS}""",
         (conversation_id, tenant_id, workspace_id, started_by, title),
     )
-    return await cur.fetchone() is not None  # fetched, not rowcount: pipeline-safe
+    return await cur.fetchone()  # fetched, not rowcount: pipeline-safe
 
 
 async def list_for_participant(
