@@ -225,6 +225,28 @@ async def test_a_task_request_reusing_a_key_for_other_work_is_refused_and_parked
     assert await pair.stack.message_status(refused["msg_id"]) is None
 
 
+async def test_a_task_wait_ends_with_the_time_or_with_a_refusal(pair: World) -> None:
+    """``task wait`` answers 6 when the time runs out before the task ends, 1 once it ended
+    other than completed (bob rejects it), and 4 for a task that does not exist (AB-6001)."""
+    alice, bob = pair.alice, pair.bob
+    asked = await alice.cli(
+        "task", "request", bob.address, "port it", "--capability", "code.review"
+    )
+    task_id = asked["task_id"]
+
+    timed_out = await alice.cli("task", "wait", task_id, "--timeout", "1", expect=6)
+
+    assert timed_out["outcome"] == "timed_out", timed_out
+    assert timed_out["task"]["state"] in ("submitted", "delivered"), timed_out
+    await bob.cli("inbox")
+    await bob.cli("task", "reject", task_id, "--code", "out_of_scope", "--message", "not mine")
+    refused = await alice.cli("task", "wait", task_id, "--timeout", "30", expect=1)
+    assert (refused["outcome"], refused["task"]["state"]) == ("ended", "rejected"), refused
+    stranger = "tsk_" + "0" * 12 + "7" + "0" * 19
+    unknown = await alice.cli("task", "wait", stranger, "--timeout", "5", expect=4)
+    assert unknown["error"]["code"] == "AB-6001", unknown
+
+
 async def test_completing_a_cancelled_task_is_refused_and_parked(pair: World) -> None:
     alice, bob = pair.alice, pair.bob
     await bob.start()

@@ -70,6 +70,8 @@ async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
         return any(r["transport_acked"] for r in bob.received("agentbus.task.request.v1").values())
 
     await until(request_arrived, 25, "the task request at bob")
+    # alice waits for the outcome while bob works on it
+    waiting = asyncio.create_task(alice.cli("task", "wait", task_id, "--timeout", "45"))
     for verb, *args in (
         ("accept", "--note", "on it"),
         ("progress", "--percent", "50", "--message", "half way"),
@@ -77,6 +79,9 @@ async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
     ):
         answer = await bob.cli("task", verb, task_id, *args)
         assert answer["state"] == "sent", answer
+    waited = await waiting
+    assert (waited["outcome"], waited["task"]["state"]) == ("ended", "completed"), waited
+    assert waited["task"]["result_msg_id"] is not None, waited
     shown = await alice.cli("task", "show", task_id)
     assert (shown.get("task") or shown)["state"] == "completed", shown
 

@@ -8,6 +8,7 @@ Exit codes are stable, so scripts can branch on them:
     3  gateway unreachable
     4  the gateway refused the request (an AB- code is printed)
     5  configuration: credentials missing, insecure or incomplete; store unusable
+    6  a wait ran out of time (``task wait``)
 """
 
 from __future__ import annotations
@@ -40,10 +41,12 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INPUT",
     "EXIT_REJECTED",
+    "EXIT_TIMED_OUT",
     "EXIT_UNREACHABLE",
     "Attach",
     "JsonFlag",
     "Paths",
+    "console",
     "emit",
     "fail",
     "guarded",
@@ -53,6 +56,7 @@ __all__ = [
 ]
 
 EXIT_FAILED, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REJECTED, EXIT_CONFIG = 1, 2, 3, 4, 5
+EXIT_TIMED_OUT = 6
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for machines.")]
 Attach = Annotated[

@@ -1,4 +1,4 @@
-"""``agentbus task request|accept|reject|progress|complete|fail|cancel|show|list``."""
+"""``agentbus task request|accept|reject|progress|complete|fail|cancel|show|list|wait``."""
 
 from __future__ import annotations
 
@@ -8,13 +8,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentbus_sidecar.actions.task_wait import TERMINAL, WaitResult, wait_for_task
 from agentbus_sidecar.actions.tasks import request_task, update_task
 from agentbus_sidecar.addresses import normalize_input
 from agentbus_sidecar.attachments import upload_files
 from agentbus_sidecar.cli.app import task_app
 from agentbus_sidecar.cli.common import (
+    EXIT_FAILED,
+    EXIT_TIMED_OUT,
     Attach,
     JsonFlag,
+    console,
     emit,
     guarded,
     paths,
@@ -239,3 +243,67 @@ def list_tasks(
             )
 
     emit(as_json, answer, human)
+
+
+def _progress_line(task: dict[str, Any]) -> str:
+    """The state, and while the task is open its last progress report."""
+    progress = {} if task.get("state") in TERMINAL else (task.get("progress") or {})
+    parts = [str(task.get("state"))]
+    if progress.get("percent") is not None:
+        parts.append(f"{progress['percent']}%")
+    parts.extend(str(progress[k]) for k in ("stage", "message") if progress.get(k))
+    return " ".join(parts)
+
+
+def _wait_exit(result: WaitResult) -> int:
+    if result.outcome == "timed_out":
+        return EXIT_TIMED_OUT
+    if result.outcome == "ended" and result.task is not None:
+        return 0 if result.task.get("state") == "completed" else EXIT_FAILED
+    return EXIT_FAILED
+
+
+@task_app.command()
+def wait(
+    ctx: typer.Context,
+    task_id: TaskId,
+    timeout: Annotated[
+        int, typer.Option("--timeout", min=1, help="Seconds to wait at most.")
+    ] = 600,
+    as_json: JsonFlag = False,
+) -> None:
+    """Wait until the task ends, showing its progress: exit 0 once it completed, 1 when it
+    failed, was rejected, cancelled or expired, 6 when the time ran out."""
+
+    def on_change(task: dict[str, Any]) -> None:
+        if not as_json:
+            console().print(f"{task.get('id')}  {_progress_line(task)}", markup=False)
+
+    async def act() -> WaitResult:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            return await wait_for_task(rt, task_id, timeout, on_change)
+
+    with guarded(as_json):
+        result = run(act())
+    answer = {"task_id": task_id, "outcome": result.outcome, "task": result.task,
+              "waited_s": round(result.waited_s, 3), "detail": result.detail}  # fmt: skip
+
+    def human(out: Console) -> None:
+        task = result.task or {}
+        if result.outcome == "refused":
+            out.print(
+                f"{task_id} will not exist: its request was refused ({result.detail})", markup=False
+            )
+        elif result.outcome == "timed_out":
+            why = f" ({result.detail})" if result.detail else ""
+            out.print(
+                f"{task_id} still {task.get('state', 'queued')} after {timeout} s{why}",
+                markup=False,
+            )
+        elif task.get("result_msg_id"):
+            out.print(f"result: agentbus read {task['result_msg_id']}", markup=False)
+        elif task.get("error_code"):
+            out.print(f"error code: {task['error_code']}", markup=False)
+
+    emit(as_json, answer, human)
+    raise typer.Exit(_wait_exit(result))
