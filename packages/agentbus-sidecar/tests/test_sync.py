@@ -32,7 +32,7 @@ from agentbus_sidecar.outbound import (
 )
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox, receipts
-from agentbus_sidecar.sync import flush, hold_run_lock, run, sync_once
+from agentbus_sidecar.sync import flush, hold_run_lock, run, run_lock_held, sync_once
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -169,6 +169,17 @@ def test_only_one_sidecar_per_agent(tmp_path: Any) -> None:
     with hold_run_lock(db), pytest.raises(ConfigError, match="already running"):
         second_sidecar()
     second_sidecar()  # released on exit
+
+
+def test_whether_a_sidecar_runs_is_told_without_taking_the_lock(tmp_path: Any) -> None:
+    db = tmp_path / "state.db"
+    assert not run_lock_held(db)
+    with hold_run_lock(db):
+        assert run_lock_held(db)
+        assert run_lock_held(db)  # asking does not take it
+    assert not run_lock_held(db)
+    with hold_run_lock(db):  # nor keep it
+        pass
 
 
 def _queue(

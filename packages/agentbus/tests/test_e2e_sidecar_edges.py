@@ -247,6 +247,37 @@ async def test_a_task_wait_ends_with_the_time_or_with_a_refusal(pair: World) -> 
     assert unknown["error"]["code"] == "AB-6001", unknown
 
 
+async def test_wait_reply_receives_the_answer_itself_or_through_the_running_loop(
+    pair: World,
+) -> None:
+    """Without a running sidecar, ``wait-reply`` receives for itself until bob's answer comes;
+    with one, it watches what the loop stores; with no answer it exits 6 when the time is up."""
+    alice, bob = pair.alice, pair.bob
+    question = (await alice.cli("send", bob.address, "which branch?"))["msg_id"]
+    waiting = asyncio.create_task(alice.cli("wait-reply", question, "--timeout", "45"))
+    await bob.cli("inbox")
+    answer_id = (await bob.cli("reply", question, "main"))["msg_id"]
+
+    got = await waiting
+
+    assert got["envelope"]["id"] == answer_id, got
+    assert (got["envelope"]["correlation"], got["envelope"]["data"]["text"]) == (question, "main")
+    assert got["acked"] is True, got
+    await alice.start()
+    try:
+        second = (await alice.cli("send", bob.address, "and the tag?"))["msg_id"]
+        await bob.cli("inbox")
+        await bob.cli("reply", second, "v1.2")
+        through_loop = await alice.cli("wait-reply", second, "--timeout", "30", "--no-ack")
+        assert through_loop["envelope"]["data"]["text"] == "v1.2", through_loop
+        assert through_loop["acked"] is False
+        third = (await alice.cli("send", bob.address, "anything else?"))["msg_id"]
+        silent = await alice.cli("wait-reply", third, "--timeout", "1", expect=6)
+        assert silent["envelope"] is None, silent
+    finally:
+        await alice.stop()
+
+
 async def test_completing_a_cancelled_task_is_refused_and_parked(pair: World) -> None:
     alice, bob = pair.alice, pair.bob
     await bob.start()

@@ -96,6 +96,15 @@ async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
     return report
 
 
+def run_lock_held(state_db: Path) -> bool:
+    """Whether a ``sidecar run`` holds the agent's lock now (it receives for everyone then)."""
+    try:
+        with hold_run_lock(state_db):
+            return False
+    except ConfigError:
+        return True
+
+
 @contextmanager
 def hold_run_lock(state_db: Path) -> Iterator[None]:
     """One ``sidecar run`` per agent: a second long-poll would only replace the first."""

@@ -8,7 +8,7 @@ Exit codes are stable, so scripts can branch on them:
     3  gateway unreachable
     4  the gateway refused the request (an AB- code is printed)
     5  configuration: credentials missing, insecure or incomplete; store unusable
-    6  a wait ran out of time (``task wait``)
+    6  a wait ran out of time (``task wait``, ``wait-reply``)
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ __all__ = [
     "Attach",
     "JsonFlag",
     "Paths",
+    "WaitTimeout",
     "console",
     "emit",
     "fail",
@@ -59,6 +60,7 @@ EXIT_FAILED, EXIT_INPUT, EXIT_UNREACHABLE, EXIT_REJECTED, EXIT_CONFIG = 1, 2, 3,
 EXIT_TIMED_OUT = 6
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object for machines.")]
+WaitTimeout = Annotated[int, typer.Option("--timeout", min=1, help="Seconds to wait at most.")]
 Attach = Annotated[
     list[Path] | None,
     typer.Option(

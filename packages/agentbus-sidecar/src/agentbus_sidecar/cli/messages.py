@@ -1,4 +1,4 @@
-"""``agentbus send``, ``inbox``, ``read``, ``ack``, ``reply`` and ``outbox``."""
+"""``agentbus send``, ``inbox``, ``read``, ``ack``, ``reply``, ``wait-reply`` and ``outbox``."""
 
 from __future__ import annotations
 
@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentbus_sidecar.actions.reply_wait import wait_for_reply
 from agentbus_sidecar.actions.sending import ack_messages, reply_message, send_message
 from agentbus_sidecar.addresses import normalize_input
 from agentbus_sidecar.attachments import upload_files
 from agentbus_sidecar.cli.app import app
 from agentbus_sidecar.cli.common import (
     EXIT_FAILED,
+    EXIT_TIMED_OUT,
     Attach,
     JsonFlag,
     emit,
@@ -28,7 +30,7 @@ from agentbus_sidecar.clock import server_now, utcnow
 from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, GatewayUnreachable
 from agentbus_sidecar.resync import request_resync, resync_if_pending
 from agentbus_sidecar.runtime import open_runtime
-from agentbus_sidecar.store import inbox, outbox
+from agentbus_sidecar.store import inbox, outbox, state_db_path
 from agentbus_sidecar.sync import sync_once
 
 if TYPE_CHECKING:
@@ -222,6 +224,48 @@ def reply(
     with guarded(as_json):
         outcome = run(act())
     show_outcome(as_json, outcome)
+
+
+@app.command(name="wait-reply", rich_help_panel=PANEL)
+def wait_reply(
+    ctx: typer.Context,
+    msg_id: Annotated[str, typer.Argument(help="msg_ id of the message sent")],
+    timeout: Annotated[
+        int, typer.Option("--timeout", min=1, help="Seconds to wait at most.")
+    ] = 600,
+    no_ack: Annotated[bool, typer.Option("--no-ack", help="Show without acking.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Wait for the answer to a message and show it (acked unless --no-ack); exit 6 when the
+    time runs out."""
+
+    async def act() -> tuple[dict[str, Any] | None, bool, float, str | None]:
+        async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
+            state_db = state_db_path(rt.agent_id, paths(ctx).state_dir)
+            found = await wait_for_reply(rt, msg_id, timeout, state_db)
+            envelope = found.envelope
+            if envelope is None or no_ack:
+                return envelope, False, found.waited_s, found.trouble
+            acked = (await ack_messages(rt, [envelope["id"]]))[envelope["id"]]
+            return envelope, acked, found.waited_s, found.trouble
+
+    with guarded(as_json):
+        envelope, acked, waited_s, trouble = run(act())
+    answer = {"in_reply_to": msg_id, "envelope": envelope, "acked": acked,
+              "waited_s": round(waited_s, 3), "detail": trouble}  # fmt: skip
+
+    def human(out: Console) -> None:
+        if envelope is None:
+            why = f" ({trouble})" if trouble else ""
+            out.print(f"no answer to {msg_id} after {timeout} s{why}", markup=False)
+            return
+        show_envelope(out, envelope)
+        if acked:
+            out.print("\n(marked read)")
+
+    emit(as_json, answer, human)
+    if envelope is None:
+        raise typer.Exit(EXIT_TIMED_OUT)
 
 
 @app.command(name="outbox", rich_help_panel=PANEL)

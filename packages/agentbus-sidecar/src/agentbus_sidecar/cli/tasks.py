@@ -18,6 +18,7 @@ from agentbus_sidecar.cli.common import (
     EXIT_TIMED_OUT,
     Attach,
     JsonFlag,
+    WaitTimeout,
     console,
     emit,
     guarded,
@@ -267,9 +268,7 @@ def _wait_exit(result: WaitResult) -> int:
 def wait(
     ctx: typer.Context,
     task_id: TaskId,
-    timeout: Annotated[
-        int, typer.Option("--timeout", min=1, help="Seconds to wait at most.")
-    ] = 600,
+    timeout: WaitTimeout = 600,
     as_json: JsonFlag = False,
 ) -> None:
     """Wait until the task ends, showing its progress: exit 0 once it completed, 1 when it

@@ -188,6 +188,18 @@ def get(conn: sqlite3.Connection, msg_id: str) -> sqlite3.Row | None:
     return row
 
 
+def first_reply(conn: sqlite3.Connection, msg_id: str, now: datetime) -> sqlite3.Row | None:
+    """The first stored, unexpired message (in ``stream_seq`` order) whose ``correlation`` is
+    ``msg_id``: the answer to it (``agentbus reply`` correlates with the message answered)."""
+    row: sqlite3.Row | None = conn.execute(
+        "SELECT * FROM inbox WHERE transport_acked = 1 "
+        "AND json_extract(CAST(envelope AS TEXT), '$.correlation') = ? "
+        "AND (expires_at IS NULL OR expires_at > ?) ORDER BY stream_seq, msg_id LIMIT 1",
+        (msg_id, format_ts(now)),
+    ).fetchone()
+    return row
+
+
 def envelope_of(row: sqlite3.Row) -> dict[str, Any]:
     value: dict[str, Any] = json.loads(bytes(row["envelope"]))
     return value
