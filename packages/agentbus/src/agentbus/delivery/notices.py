@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentbus.broker import Broker
+from agentbus.gateway.metrics import MESSAGE_STATUS
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id
 
@@ -53,7 +54,10 @@ def note(notes: Notes | None, row: dict[str, Any], status: str) -> None:
 
 
 async def publish(broker: Broker, notes: Notes) -> None:
-    """After the commit; a lost notice costs nothing but a later ``GET``."""
+    """After the commit; a lost notice costs nothing but a later ``GET``. Each is counted in
+    ``agentbus_message_status_total``, published or not."""
+    for notice in notes:
+        MESSAGE_STATUS.labels(notice.status).inc()
     if not notes or not broker.connected:
         return
     nc = getattr(broker, "nc", None) or getattr(broker, "_nc", None)

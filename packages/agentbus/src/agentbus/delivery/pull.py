@@ -35,6 +35,7 @@ from agentbus.delivery.service import DeliveryService, nats_client
 from agentbus.delivery.tokens import InvalidAckToken
 from agentbus.delivery.views import delivery_view
 from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.metrics import DELIVERIES
 from agentbus.gateway.principals import AgentPrincipal
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,7 @@ def _answer(
             continue
         out.append(item)
         size += item_size
+        DELIVERIES.inc()
         if copy.msg.reply:
             svc.remember_handed(who.tenant_id, who.agent_id, copy.msg_id, copy.msg.reply)
     return out

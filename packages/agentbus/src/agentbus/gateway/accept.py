@@ -21,6 +21,7 @@ from agentbus.gateway.blobs import reference_attachments
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
+from agentbus.gateway.metrics import PUBLISH_UNCONFIRMED
 from agentbus.gateway.payloads import seal_payload
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import ensure_tenant_stream, publish_message
@@ -122,6 +123,7 @@ async def finish_sends(
     seqs = await asyncio.gather(
         *(publish_message(gw, send.message, record_seq=False) for send, _ in accepted)
     )
+    PUBLISH_UNCONFIRMED.inc(sum(1 for seq in seqs if seq is None))
     items = [
         ReceiptFor(send.envelope.msg_id, seq, send.message["accepted_at"])
         for (send, _), seq in zip(accepted, seqs, strict=True)

@@ -49,6 +49,7 @@ from agentbus.gateway.envelope import (
     verify_signature,
 )
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
+from agentbus.gateway.metrics import count_send
 from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.policy import PolicyError, SendRequest
 from agentbus.gateway.principals import AgentPrincipal
@@ -198,9 +199,14 @@ async def send_envelope(
     """Validate, store, publish and sign a receipt for one envelope (``raw`` already capped);
     a refused envelope raises its AB error."""
     now = datetime.now(UTC)
-    envelope = parse_body(raw, content_type)
-    env = _checked(envelope, principal, now, expected_type, expected_subject)
-    (answer,) = await _send(gw, principal, [(_lane(envelope), env)], now, task_rules)
+    try:
+        envelope = parse_body(raw, content_type)
+        env = _checked(envelope, principal, now, expected_type, expected_subject)
+        (answer,) = await _send(gw, principal, [(_lane(envelope), env)], now, task_rules)
+    except AgentBusError as exc:
+        count_send(exc)
+        raise
+    count_send(answer)
     if isinstance(answer, AgentBusError):
         raise answer
     return answer
@@ -220,7 +226,15 @@ async def send_batch(
             items.append((_lane(envelope), _checked(envelope, principal, now)))
         except AgentBusError as exc:
             items.append((_lane(envelope), exc))
-    return await _send(gw, principal, items, now, None)
+    try:
+        answers = await _send(gw, principal, items, now, None)
+    except AgentBusError as exc:  # a dependency down fails every envelope of the batch
+        for _ in items:
+            count_send(exc)
+        raise
+    for answer in answers:
+        count_send(answer)
+    return answers
 
 
 def _refusal(exc: AgentBusError) -> AgentBusError:

@@ -1,0 +1,48 @@
+"""The gateway's own Prometheus metrics, served by ``/metrics`` beside the kernel's HTTP ones
+(the process's default registry; with several workers the kernel's multiprocess mode adds them
+up).
+
+No label names a tenant, an agent or a message: every label value comes from a set the protocol
+bounds (the AB codes, the statuses), so the number of series stays small whatever clients send.
+
+- ``agentbus_sends_total{outcome}``: envelopes the send routes answered: ``accepted``,
+  ``replayed`` (a repeat of an accepted id), or the AB code that refused it.
+- ``agentbus_publish_unconfirmed_total``: accepted messages JetStream did not confirm at once;
+  the reconciler publishes them.
+- ``agentbus_deliveries_total``: copies handed out to sidecars, redeliveries included.
+- ``agentbus_message_status_total{status}``: committed status changes after delivery
+  (``delivered``, ``read``, ``expired``, ``dead_lettered``, ``discarded``), counted where their
+  notifications are published, after the commit.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+from agentbus.errors import AgentBusError
+
+__all__ = ["DELIVERIES", "MESSAGE_STATUS", "PUBLISH_UNCONFIRMED", "SENDS", "count_send"]
+
+SENDS = Counter(
+    "agentbus_sends",
+    "Envelopes answered by the send routes: accepted, replayed, or the AB code that refused it",
+    ("outcome",),
+)
+PUBLISH_UNCONFIRMED = Counter(
+    "agentbus_publish_unconfirmed",
+    "Accepted messages JetStream did not confirm at once (left to the reconciler)",
+)
+DELIVERIES = Counter("agentbus_deliveries", "Copies handed out to sidecars, redeliveries included")
+MESSAGE_STATUS = Counter(
+    "agentbus_message_status",
+    "Committed status changes after delivery: delivered, read, expired, dead_lettered, discarded",
+    ("status",),
+)
+
+
+def count_send(answer: object) -> None:
+    """One envelope's answer: an ``AgentBusError`` (its code) or a ``SendResult``."""
+    if isinstance(answer, AgentBusError):
+        SENDS.labels(answer.code).inc()
+    else:
+        SENDS.labels("replayed" if getattr(answer, "replayed", False) else "accepted").inc()
