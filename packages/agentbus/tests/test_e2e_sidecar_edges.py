@@ -223,6 +223,10 @@ async def test_a_task_request_reusing_a_key_for_other_work_is_refused_and_parked
     (row,) = (await alice.cli("outbox"))["outbox"]
     assert (row["id"], row["state"]) == (refused["msg_id"], "failed")
     assert await pair.stack.message_status(refused["msg_id"]) is None
+    never = "tsk_" + refused["msg_id"].removeprefix("msg_")  # the task it would have made
+    waited = await alice.cli("task", "wait", never, "--timeout", "10", expect=1)
+    assert (waited["outcome"], waited["task"]) == ("refused", None), waited
+    assert "AB-6002" in waited["detail"], waited
 
 
 async def test_a_task_wait_ends_with_the_time_or_with_a_refusal(pair: World) -> None:
