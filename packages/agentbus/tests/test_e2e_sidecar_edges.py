@@ -178,8 +178,17 @@ async def test_doctor_against_a_live_gateway(pair: World) -> None:
         "gateway",
         "key at gateway",
         "clock skew",
+        "sidecar loop",
     } <= set(checks)
     assert set(checks.values()) == {"ok"}, report
+    loop = {c["name"]: c["detail"] for c in report["checks"]}["sidecar loop"]
+    assert loop.startswith("not running"), report
+    await pair.alice.start()
+    try:
+        running = {c["name"]: c for c in (await pair.alice.cli("doctor"))["checks"]}
+        assert running["sidecar loop"]["detail"].startswith("running"), running
+    finally:
+        await pair.alice.stop()
 
 
 async def test_registering_again_with_the_same_key_keeps_the_agent(pair: World) -> None:

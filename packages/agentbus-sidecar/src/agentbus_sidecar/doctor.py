@@ -2,8 +2,9 @@
 
 Each check yields a Check(name, status, detail) with status ``ok``, ``warn`` or ``fail``:
 credentials file (present, mode 0600, well formed), agent key and its expiry, registration, state.db
-(integrity, WAL, schema version, size, stuck outbox rows) and the gateway (reachable, the key
-not revoked there, clock skew). Doctor never creates state.db and never prints a secret.
+(integrity, WAL, schema version, size, stuck outbox rows), whether the sidecar loop runs, and the
+gateway (reachable, the key not revoked there, clock skew). Doctor never creates state.db and never
+prints a secret.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from agentbus_sidecar.rotation import rotation_due
 from agentbus_sidecar.store import open_store, state_db_path
 from agentbus_sidecar.store.outbox import PARKED
 from agentbus_sidecar.store.schema import LATEST
+from agentbus_sidecar.sync import run_lock_held
 
 __all__ = ["Check", "run_checks"]
 
@@ -122,6 +124,7 @@ def _store(path: Path) -> list[Check]:
             f"{path}: integrity {integrity}, journal {journal}, schema {version}, {size} bytes",
         )
     ]
+    checks.append(_loop(path))
     if parked:
         checks.append(
             Check("outbox failed", "warn", f"{parked} rows refused for good; see `agentbus outbox`")
@@ -135,6 +138,15 @@ def _store(path: Path) -> list[Check]:
             )
         )
     return checks
+
+
+def _loop(state_db: Path) -> Check:
+    """Whether a ``sidecar run`` holds the agent's lock: not running is no fault, but then
+    messages arrive only when a command syncs."""
+    if run_lock_held(state_db):
+        return Check("sidecar loop", "ok", "running (it holds sidecar.lock)")
+    advice = "messages arrive when a command syncs; `agentbus sidecar run` keeps them coming"
+    return Check("sidecar loop", "ok", f"not running: {advice}")
 
 
 async def _key_at_gateway(client: GatewayClient, creds: Credentials) -> Check | None:
