@@ -185,8 +185,12 @@ async def test_doctor_against_a_live_gateway(pair: World) -> None:
     assert loop.startswith("not running"), report
     await pair.alice.start()
     try:
-        running = {c["name"]: c for c in (await pair.alice.cli("doctor"))["checks"]}
-        assert running["sidecar loop"]["detail"].startswith("running"), running
+
+        async def loop_reported() -> bool:  # once the new process has taken the lock
+            checks = {c["name"]: c for c in (await pair.alice.cli("doctor"))["checks"]}
+            return checks["sidecar loop"]["detail"].startswith("running")
+
+        await until(loop_reported, 30, f"doctor reporting the loop\n{pair.alice.log()}", 0.5)
     finally:
         await pair.alice.stop()
 
@@ -278,6 +282,11 @@ async def test_wait_reply_receives_the_answer_itself_or_through_the_running_loop
     assert got["acked"] is True, got
     await alice.start()
     try:
+
+        async def loop_runs() -> bool:  # it logs this holding the agent's lock
+            return "running against" in alice.log()
+
+        await until(loop_runs, 30, f"alice's sidecar loop\n{alice.log()}")
         second = (await alice.cli("send", bob.address, "and the tag?"))["msg_id"]
         await bob.cli("inbox")
         await bob.cli("reply", second, "v1.2")
