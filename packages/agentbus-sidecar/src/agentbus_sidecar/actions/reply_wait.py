@@ -33,11 +33,11 @@ SLICE_S, WATCH_S, RETRY_S = 5, 0.5, 2.0
 @dataclass
 class ReplyWait:
     """The answer's envelope (None when the time ran out), how long it took, and why the last
-    round could not ask the gateway (None when it could)."""
+    round could not ask the gateway (None when it could), as ``task_wait.WaitResult`` has it."""
 
     envelope: dict[str, Any] | None
     waited_s: float
-    trouble: str | None = None
+    detail: str | None = None
 
 
 async def wait_for_reply(

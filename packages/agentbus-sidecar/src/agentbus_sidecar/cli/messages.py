@@ -18,6 +18,7 @@ from agentbus_sidecar.cli.common import (
     EXIT_TIMED_OUT,
     Attach,
     JsonFlag,
+    WaitTimeout,
     emit,
     fail,
     guarded,
@@ -230,9 +231,7 @@ def reply(
 def wait_reply(
     ctx: typer.Context,
     msg_id: Annotated[str, typer.Argument(help="msg_ id of the message sent")],
-    timeout: Annotated[
-        int, typer.Option("--timeout", min=1, help="Seconds to wait at most.")
-    ] = 600,
+    timeout: WaitTimeout = 600,
     no_ack: Annotated[bool, typer.Option("--no-ack", help="Show without acking.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -245,18 +244,18 @@ def wait_reply(
             found = await wait_for_reply(rt, msg_id, timeout, state_db)
             envelope = found.envelope
             if envelope is None or no_ack:
-                return envelope, False, found.waited_s, found.trouble
+                return envelope, False, found.waited_s, found.detail
             acked = (await ack_messages(rt, [envelope["id"]]))[envelope["id"]]
-            return envelope, acked, found.waited_s, found.trouble
+            return envelope, acked, found.waited_s, found.detail
 
     with guarded(as_json):
-        envelope, acked, waited_s, trouble = run(act())
+        envelope, acked, waited_s, detail = run(act())
     answer = {"in_reply_to": msg_id, "envelope": envelope, "acked": acked,
-              "waited_s": round(waited_s, 3), "detail": trouble}  # fmt: skip
+              "waited_s": round(waited_s, 3), "detail": detail}  # fmt: skip
 
     def human(out: Console) -> None:
         if envelope is None:
-            why = f" ({trouble})" if trouble else ""
+            why = f" ({detail})" if detail else ""
             out.print(f"no answer to {msg_id} after {timeout} s{why}", markup=False)
             return
         show_envelope(out, envelope)

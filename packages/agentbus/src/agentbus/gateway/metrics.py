@@ -20,6 +20,7 @@ from __future__ import annotations
 from prometheus_client import Counter
 
 from agentbus.errors import AgentBusError
+from agentbus.gateway.hooks import SendResult
 
 __all__ = ["DELIVERIES", "MESSAGE_STATUS", "PUBLISH_UNCONFIRMED", "SENDS", "count_send"]
 
@@ -40,9 +41,11 @@ MESSAGE_STATUS = Counter(
 )
 
 
-def count_send(answer: object) -> None:
-    """One envelope's answer: an ``AgentBusError`` (its code) or a ``SendResult``."""
+def count_send(answer: SendResult | AgentBusError, envelopes: int = 1) -> None:
+    """The answer to ``envelopes`` envelopes: an ``AgentBusError`` (its code) or a
+    ``SendResult``."""
     if isinstance(answer, AgentBusError):
-        SENDS.labels(answer.code).inc()
+        outcome = answer.code
     else:
-        SENDS.labels("replayed" if getattr(answer, "replayed", False) else "accepted").inc()
+        outcome = "replayed" if answer.replayed else "accepted"
+    SENDS.labels(outcome).inc(envelopes)

@@ -229,8 +229,7 @@ async def send_batch(
     try:
         answers = await _send(gw, principal, items, now, None)
     except AgentBusError as exc:  # a dependency down fails every envelope of the batch
-        for _ in items:
-            count_send(exc)
+        count_send(exc, len(items))
         raise
     for answer in answers:
         count_send(answer)
