@@ -301,3 +301,9 @@ def test_a_json_command_loads_no_terminal_libraries(agent: Any) -> None:
     )
     assert json.loads(done.stdout)["outbox"] == [], done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_sidecar_run_refuses_an_unknown_delivery(agent: Any) -> None:
+    refused = cli("sidecar", "run", "--delivery", "carrier-pigeon")
+    assert refused.exit_code == 2
+    assert "websocket, long-poll" in refused.output + refused.stderr

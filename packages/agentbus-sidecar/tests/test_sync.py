@@ -32,7 +32,15 @@ from agentbus_sidecar.outbound import (
 )
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import outbox, receipts
-from agentbus_sidecar.sync import flush, hold_run_lock, run, run_lock_held, sync_once
+from agentbus_sidecar.sync import (
+    LONG_POLL,
+    PUSH,
+    flush,
+    hold_run_lock,
+    run,
+    run_lock_held,
+    sync_once,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -150,13 +158,26 @@ async def test_sync_once_reports_offline_and_keeps_local_work(agent: Any) -> Non
         assert report.received == []
 
 
-async def test_the_loop_runs_offline_and_stops_when_told(agent: Any) -> None:
+@pytest.mark.parametrize(
+    ("delivery", "failure"),
+    [(PUSH, "delivery WebSocket failed"), (LONG_POLL, "receive failed")],
+)
+async def test_the_loop_runs_offline_and_stops_when_told(
+    agent: Any, delivery: str, failure: str
+) -> None:
     lines: list[str] = []
     async with open_runtime(agent.creds_path, agent.state_dir) as rt:
         stop = asyncio.Event()
         asyncio.get_running_loop().call_later(1.5, stop.set)
-        await asyncio.wait_for(run(rt, stop, wait_s=1, log=lines.append), timeout=10)
-    assert any("receive failed" in line for line in lines)
+        loop = run(rt, stop, wait_s=1, delivery=delivery, log=lines.append)
+        await asyncio.wait_for(loop, timeout=10)
+    assert any(failure in line and "gateway unreachable" in line for line in lines), lines
+
+
+async def test_the_loop_refuses_an_unknown_delivery(agent: Any) -> None:
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        with pytest.raises(ConfigError, match="websocket, long-poll"):
+            await run(rt, asyncio.Event(), delivery="carrier-pigeon")
 
 
 def test_only_one_sidecar_per_agent(tmp_path: Any) -> None:

@@ -6,7 +6,9 @@ interleave inside one):
 - receiver: drain queued acks and reads, long-poll ``GET /v1/inbox``, take custody of each
   delivery (inbox + dedupe + queued ack, one transaction), then send the transport acks. Acks
   are drained before every pull, so after a restart our own acks reach the gateway before any
-  redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s.
+  redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s. With push delivery
+  (the default), the receiver holds the delivery WebSocket instead (``push``), which also brings
+  the status of this agent's sent messages; a gateway that does not upgrade is long-polled.
 - flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
   unpublished receipts, report unpresented messages that expired, heartbeat every 30 s,
   apply local retention every hour, and once a day replace the agent's key when 30 days or less
@@ -46,12 +48,24 @@ from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox
 from agentbus_sidecar.store.retention import prune
 
-__all__ = ["SyncReport", "flush", "hold_run_lock", "receive_once", "run", "sync_once"]
+__all__ = [
+    "DELIVERIES",
+    "LONG_POLL",
+    "PUSH",
+    "SyncReport",
+    "flush",
+    "hold_run_lock",
+    "receive_once",
+    "run",
+    "sync_once",
+]
 
 HEARTBEAT_S = 30.0
 RETENTION_S = 3600.0
 KEY_CHECK_S, KEY_RETRY_S = 86400.0, 3600.0
 FLUSH_EVERY_S = 1.0
+PUSH, LONG_POLL = "websocket", "long-poll"
+DELIVERIES = (PUSH, LONG_POLL)
 
 
 @dataclass
@@ -165,6 +179,19 @@ async def _receiver(
             await _sleep(stop, delay)
 
 
+async def _pushed(
+    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, wait_s: int, log: Callable[[str], None]
+) -> None:
+    # Imported here: the WebSocket client would add some 50 ms to every other command's start.
+    from agentbus_sidecar.push import PushUnavailable, receive_pushed
+
+    try:
+        await receive_pushed(rt, stop, lock, log)
+    except PushUnavailable as exc:
+        log(f"the gateway does not offer the delivery WebSocket ({exc}); long-polling instead")
+        await _receiver(rt, stop, lock, wait_s, log)
+
+
 async def _flusher(
     rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Callable[[str], None]
 ) -> None:
@@ -232,9 +259,13 @@ async def run(
     stop: asyncio.Event,
     *,
     wait_s: int = 25,
+    delivery: str = PUSH,
     log: Callable[[str], None] = lambda _line: None,
 ) -> None:
-    """Run until ``stop`` is set; a ConfigError (e.g. no usable credential) ends it early."""
+    """Run until ``stop`` is set; a ConfigError (e.g. no usable credential) ends it early.
+    ``delivery`` is ``PUSH`` (the WebSocket) or ``LONG_POLL`` (``wait_s`` a poll)."""
+    if delivery not in DELIVERIES:
+        raise ConfigError(f"delivery is one of {', '.join(DELIVERIES)}, not {delivery!r}")
     try:
         for msg_id, outcome in await resync_if_pending(rt):
             log(f"{msg_id} {outcome} (resync of a new state.db)")
@@ -242,7 +273,9 @@ async def run(
         log(f"resync failed ({exc}); the next sync tries again")
     lock = asyncio.Lock()
     tasks = [
-        asyncio.create_task(_receiver(rt, stop, lock, wait_s, log)),
+        asyncio.create_task(
+            (_pushed if delivery == PUSH else _receiver)(rt, stop, lock, wait_s, log)
+        ),
         asyncio.create_task(_flusher(rt, stop, lock, log)),
     ]
     try:

@@ -252,11 +252,12 @@ class Sidecar:
             await register_agent(self.credentials, self.state_dir, {"capabilities": offered})
         self.agent_id = json.loads(self.credentials.read_text())["agent_id"]
 
-    async def start(self) -> None:
+    async def start(self, delivery: str = "websocket") -> None:
         assert self.process is None
         log = (self.home / "sidecar.log").open("ab")
         self.process = await asyncio.create_subprocess_exec(
-            *self.wrap, str(BIN / "agentbus"), "sidecar", "run", "--wait", "10", env=self.env,
+            *self.wrap, str(BIN / "agentbus"), "sidecar", "run", "--wait", "10",
+            "--delivery", delivery, env=self.env,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         log.close()

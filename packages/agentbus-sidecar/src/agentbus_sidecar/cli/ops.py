@@ -15,7 +15,7 @@ from agentbus_sidecar.doctor import run_checks
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox, receipts, state_db_path
-from agentbus_sidecar.sync import hold_run_lock, sync_once
+from agentbus_sidecar.sync import DELIVERIES, PUSH, hold_run_lock, sync_once
 from agentbus_sidecar.sync import run as run_loop
 
 if TYPE_CHECKING:
@@ -139,10 +139,20 @@ def doctor(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 def sidecar_run(
     ctx: typer.Context,
     wait: Annotated[int, typer.Option("--wait", min=0, max=30, help="Long-poll seconds.")] = 25,
+    delivery: Annotated[
+        str,
+        typer.Option(
+            "--delivery",
+            help="websocket: pushed, with the status of sent messages (long-polled when the "
+            "gateway does not upgrade); or long-poll.",
+        ),
+    ] = PUSH,
     once: Annotated[bool, typer.Option("--once", help="One flush and pull, then exit.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Keep the outbox flushed and the inbox filled until interrupted."""
+    if delivery not in DELIVERIES:
+        raise typer.BadParameter(f"one of {', '.join(DELIVERIES)}", param_hint="--delivery")
     out = console(stderr=True)
 
     def log(line: str) -> None:
@@ -158,7 +168,7 @@ def sidecar_run(
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, stop.set)
                 log(f"sidecar for {rt.address} running against {rt.creds.gateway_url}")
-                await run_loop(rt, stop, wait_s=wait, log=log)
+                await run_loop(rt, stop, wait_s=wait, delivery=delivery, log=log)
                 log("stopped")
                 return None
 

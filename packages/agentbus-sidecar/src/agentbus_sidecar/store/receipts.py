@@ -15,7 +15,15 @@ from typing import Any
 from agentbus_sidecar.clock import format_ts
 from agentbus_sidecar.store.db import transaction
 
-__all__ = ["add_event", "events_of", "find", "record", "set_stream_seq", "unpublished"]
+__all__ = [
+    "add_event",
+    "events_of",
+    "find",
+    "note_status",
+    "record",
+    "set_stream_seq",
+    "unpublished",
+]
 
 
 def events_of(row: sqlite3.Row) -> list[dict[str, str]]:
@@ -60,6 +68,20 @@ def add_event(conn: sqlite3.Connection, rcp_id: str, event: str, now: datetime) 
         conn.execute(
             "UPDATE receipts SET local_events = ? WHERE rcp_id = ?", (json.dumps(events), rcp_id)
         )
+
+
+def note_status(conn: sqlite3.Connection, msg_id: str, status: str, now: datetime) -> bool:
+    """Add a status the gateway announced for a message this agent sent (a ``status`` frame)
+    to its newest receipt, once: False when there is no receipt or it has that event already.
+    Notices are best effort and may repeat, so a repeat changes nothing."""
+    with transaction(conn):
+        row = find(conn, msg_id)
+        if row is None or row["msg_id"] != msg_id:
+            return False
+        if any(e.get("event") == status for e in events_of(row)):
+            return False
+        add_event(conn, str(row["rcp_id"]), status, now)
+        return True
 
 
 def set_stream_seq(conn: sqlite3.Connection, rcp_id: str, seq: int, now: datetime) -> None:

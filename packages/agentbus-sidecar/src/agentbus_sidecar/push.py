@@ -1,0 +1,280 @@
+"""Push delivery for ``agentbus sidecar run``: the gateway's delivery WebSocket (04-API-SPEC.md
+§5.2) in place of long-polls.
+
+One connection at a time. After the gateway's ``hello``, every queued ack goes out first (as
+before a long-poll's first pull, so it can cancel the redelivery it would otherwise cause), then
+the sidecar grants credit for ``CREDIT`` deliveries. Frames that arrive together are handled as
+one batch:
+
+- ``delivery``: taken into custody exactly as pulled ones (``inbound.accept_deliveries``), their
+  transport acks flushed through the outbox (the same HTTP acks, retries and backoff as with
+  long-polls), then the credit they used is granted again;
+- ``status``: the gateway's notice about a message this agent sent, added once to its receipt's
+  ``local_events`` (so ``trace`` shows it offline) and logged;
+- ``ping``: answered with ``pong``.
+
+The credential is renewed in place with an ``auth`` frame once the session has renewed it. When
+the connection ends, the sidecar connects again after the long-poll's backoff (1 s to 30 s); a
+close 4401 (credential refused) drops the cached credential first. A gateway, or a proxy in
+front of it, that answers the upgrade with an HTTP status below 500 raises ``PushUnavailable``,
+and the loop long-polls instead (``sync.run``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+from agentbus_sidecar.backoff import reconnect_delay_s
+from agentbus_sidecar.clock import parse_ts, to_ms, utcnow
+from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+from agentbus_sidecar.inbound import accept_deliveries
+from agentbus_sidecar.outbound import FlushReport, flush_settlements
+from agentbus_sidecar.runtime import Runtime
+from agentbus_sidecar.store import receipts
+
+__all__ = ["CREDIT", "PushUnavailable", "open_socket", "receive_pushed", "socket_url"]
+
+SUBPROTOCOL = "agentbus.v1"
+PATH = "/v1/inbox/ws"
+CREDIT = 100
+OPEN_TIMEOUT_S = 10.0
+MAX_FRAME_BYTES = 8 * 1024 * 1024  # a delivery carries one envelope (at most 1 MiB of data)
+BATCH_MAX = 500  # frames handled together at most
+CREDENTIAL_REFUSED = 4401
+REPLACED = 4002
+
+Log = Callable[[str], None]
+
+
+class PushUnavailable(Exception):
+    """The gateway's address does not upgrade to the delivery WebSocket."""
+
+
+class _Ended(Exception):
+    """The connection ended: ``code`` is the close code the gateway sent, if any, and
+    ``greeted`` whether the gateway had said hello on it."""
+
+    def __init__(self, code: int | None, reason: str, *, greeted: bool) -> None:
+        super().__init__(reason)
+        self.code, self.greeted = code, greeted
+
+
+def socket_url(gateway_url: str) -> str:
+    """``ws://`` or ``wss://`` for the gateway's ``http://`` or ``https://`` URL, at ``PATH``
+    below any path prefix the gateway is served under."""
+    parts = urlsplit(gateway_url)
+    scheme = {"http": "ws", "https": "wss"}.get(parts.scheme)
+    if scheme is None:
+        raise ValueError(f"not an http(s) gateway URL: {gateway_url!r}")
+    return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + PATH, "", ""))
+
+
+async def receive_pushed(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log) -> None:
+    """Receive over the WebSocket until ``stop`` is set; raises ``PushUnavailable``."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            await _connection(rt, stop, lock, log)
+            return  # stopped
+        except (GatewayUnreachable, GatewayError, sqlite3.OperationalError) as exc:
+            # A locked or full disk, like an outage, is a reason to let AckWait redeliver.
+            greeted, what = False, f"delivery WebSocket failed ({exc})"
+        except _Ended as ended:
+            greeted, what = ended.greeted, f"delivery WebSocket closed ({ended})"
+            if ended.code == CREDENTIAL_REFUSED:
+                rt.session.creds.agent_credential = None
+            elif ended.code == REPLACED:  # two receivers for one agent: do not take turns fast
+                greeted = False
+                what = "delivery WebSocket replaced by another receiver for this agent"
+        # a connection that worked comes back at once; failed attempts back off further
+        failures = 1 if greeted else failures + 1
+        delay = reconnect_delay_s(failures)
+        log(f"{what}; connecting again in {delay:.1f} s")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=delay)
+
+
+async def open_socket(gateway_url: str, bearer: str) -> ClientConnection:
+    """The delivery WebSocket of ``gateway_url``, opened with credential ``bearer``;
+    ``PushUnavailable`` when the upgrade is answered with an HTTP status below 500,
+    ``GatewayUnreachable`` when there is no connection or the answer is a 5xx."""
+    try:
+        return await connect(
+            socket_url(gateway_url),
+            additional_headers={"Authorization": f"Bearer {bearer}"},
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            open_timeout=OPEN_TIMEOUT_S,
+            max_size=MAX_FRAME_BYTES,
+        )
+    except InvalidStatus as exc:
+        status = exc.response.status_code
+        if status >= 500:  # a proxy whose gateway is away: try again later
+            raise GatewayUnreachable(gateway_url, f"HTTP {status}") from exc
+        raise PushUnavailable(f"HTTP {status}") from exc
+    except InvalidURI as exc:
+        raise PushUnavailable(str(exc)) from exc
+    except (OSError, TimeoutError, InvalidHandshake) as exc:
+        raise GatewayUnreachable(gateway_url, str(exc) or type(exc).__name__) from exc
+
+
+async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log) -> None:
+    """One connection, until ``stop`` (returns) or its end (raises ``_Ended``)."""
+    bearer = await rt.session.bearer()
+    started = time.time()
+    ws = await open_socket(rt.creds.gateway_url, bearer)
+    frames: asyncio.Queue[str | None] = asyncio.Queue()
+    state = _State(ws, bearer)
+    reader = asyncio.create_task(_read(ws, frames))
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        hello = await _hello(ws, frames)
+        _observe_clock(rt, hello, started, time.time())
+        async with lock:
+            await flush_settlements(rt, utcnow(), FlushReport(), drain=True)
+        await state.send({"type": "credit", "id": state.next_id(), "n": CREDIT})
+        log(f"receiving over the delivery WebSocket (connection {hello.get('connection_id')})")
+        while True:
+            getter = asyncio.ensure_future(frames.get())
+            await asyncio.wait({getter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not getter.done():
+                getter.cancel()
+                return
+            batch = [getter.result()]
+            while len(batch) < BATCH_MAX and not frames.empty() and batch[-1] is not None:
+                batch.append(frames.get_nowait())
+            texts = [text for text in batch if text is not None]
+            await _handle(rt, state, lock, texts, log)
+            if batch[-1] is None:
+                raise _closed(ws)
+            await state.renew_credential(rt)
+    finally:
+        stopper.cancel()
+        reader.cancel()
+        with contextlib.suppress(Exception):
+            await ws.close()
+
+
+class _State:
+    def __init__(self, ws: ClientConnection, bearer: str) -> None:
+        self.ws, self.bearer = ws, bearer
+        self.auth_id: str | None = None  # of the ``auth`` frame not answered yet
+        self._ids = 0
+
+    def next_id(self) -> str:
+        self._ids += 1
+        return f"c{self._ids}"
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        with contextlib.suppress(ConnectionClosed):  # the reader reports the end
+            await self.ws.send(json.dumps(frame))
+
+    async def renew_credential(self, rt: Runtime) -> None:
+        """Hand the gateway the session's renewed credential before the old one expires."""
+        with contextlib.suppress(GatewayUnreachable, GatewayError):
+            bearer = await rt.session.bearer()
+            if bearer != self.bearer:
+                self.bearer, self.auth_id = bearer, self.next_id()
+                await self.send({"type": "auth", "id": self.auth_id, "token": bearer})
+
+
+async def _read(ws: ClientConnection, frames: asyncio.Queue[str | None]) -> None:
+    """Every text frame into ``frames``, then None when the connection ends."""
+    try:
+        async for message in ws:
+            if isinstance(message, str):
+                frames.put_nowait(message)
+    except ConnectionClosed:
+        pass
+    finally:
+        frames.put_nowait(None)
+
+
+async def _hello(ws: ClientConnection, frames: asyncio.Queue[str | None]) -> dict[str, Any]:
+    """The gateway's first frame. It closes before saying hello when it refuses the credential
+    (4401) or the agent (4403)."""
+    try:
+        first = await asyncio.wait_for(frames.get(), timeout=OPEN_TIMEOUT_S)
+    except TimeoutError:
+        raise _Ended(None, "no hello from the gateway", greeted=False) from None
+    frame = _parse(first) if first is not None else None
+    if frame is None or frame.get("type") != "hello":
+        code = ws.close_code
+        raise _Ended(code, f"closed before its hello (close {code})", greeted=False)
+    return frame
+
+
+def _observe_clock(rt: Runtime, hello: dict[str, Any], started: float, ended: float) -> None:
+    """The hello's ``server_time`` keeps the clock offset current, as a response's ``Date``
+    does (and to the millisecond)."""
+    if rt.client.on_clock_offset is None:
+        return
+    try:
+        server_ms = to_ms(parse_ts(str(hello.get("server_time"))))
+    except ValueError:
+        return
+    rt.client.on_clock_offset(server_ms - int((started + ended) * 500))
+
+
+def _parse(text: str) -> dict[str, Any] | None:
+    try:
+        frame = json.loads(text)
+    except ValueError:
+        return None
+    return frame if isinstance(frame, dict) else None
+
+
+async def _handle(
+    rt: Runtime, state: _State, lock: asyncio.Lock, texts: list[str], log: Log
+) -> None:
+    deliveries: list[dict[str, Any]] = []
+    for frame in filter(None, map(_parse, texts)):
+        kind = frame.get("type")
+        if kind == "delivery":
+            deliveries.append(frame)
+        elif kind == "status":
+            _note_status(rt, frame, log)
+        elif kind == "ping":
+            await state.send({"type": "pong", "id": frame.get("id")})
+        elif kind == "result":
+            _answered(state, frame, log)
+    if not deliveries:
+        return
+    async with lock:
+        outcomes = accept_deliveries(rt.conn, deliveries, rt.address, utcnow())
+        await flush_settlements(rt, utcnow(), FlushReport())
+    for msg_id, outcome in outcomes:
+        log(f"{msg_id} {outcome}")
+    await state.send({"type": "credit", "id": state.next_id(), "n": len(deliveries)})
+
+
+def _answered(state: _State, frame: dict[str, Any], log: Log) -> None:
+    problem = frame.get("problem")
+    if isinstance(problem, dict):  # e.g. NATS away (AB-9003): the gateway retries by itself
+        log(f"the gateway reports {problem.get('code')}: {problem.get('title')}")
+    elif frame.get("for") is not None and frame.get("for") == state.auth_id:
+        state.auth_id = None
+        log("credential renewed on the delivery WebSocket")
+
+
+def _note_status(rt: Runtime, frame: dict[str, Any], log: Log) -> None:
+    msg_id, status = frame.get("msg_id"), frame.get("status")
+    if not isinstance(msg_id, str) or not isinstance(status, str):
+        return
+    if receipts.note_status(rt.conn, msg_id, status, utcnow()):
+        code = frame.get("error_code")
+        log(f"{msg_id} {status}" + (f" ({code})" if code else ""))
+
+
+def _closed(ws: ClientConnection) -> _Ended:
+    code, reason = ws.close_code, ws.close_reason or ""
+    return _Ended(code, f"close {code}{': ' + reason if reason else ''}", greeted=True)

@@ -1,0 +1,103 @@
+"""Push delivery's parts that need no gateway: where the WebSocket is, what a server that does
+not upgrade means, and status notices on receipts. The delivery itself is tested end to end
+against the real gateway (packages/agentbus/tests/test_e2e_sidecar_push.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+
+import pytest
+from agentbus_sidecar.clock import utcnow
+from agentbus_sidecar.errors import GatewayUnreachable
+from agentbus_sidecar.push import PushUnavailable, open_socket, socket_url
+from agentbus_sidecar.store import receipts
+from hypothesis import given
+from hypothesis import strategies as st
+
+PEER = "agent://acme/platform/reviewer"
+
+
+@pytest.mark.parametrize(
+    ("gateway", "socket"),
+    [
+        ("http://127.0.0.1:8080", "ws://127.0.0.1:8080/v1/inbox/ws"),
+        ("https://bus.example.com", "wss://bus.example.com/v1/inbox/ws"),
+        ("https://bus.example.com/agentbus/", "wss://bus.example.com/agentbus/v1/inbox/ws"),
+    ],
+)
+def test_the_socket_is_beside_the_gateway_url(gateway: str, socket: str) -> None:
+    assert socket_url(gateway) == socket
+
+
+@given(st.sampled_from(["ftp", "file", "ws", ""]))
+def test_only_http_gateways_have_a_socket(scheme: str) -> None:
+    with pytest.raises(ValueError, match="not an http"):
+        socket_url(f"{scheme}://bus.example.com" if scheme else "bus.example.com")
+
+
+async def _answering(status: int) -> AsyncIterator[str]:
+    """A plain HTTP server that answers every request with ``status`` (a proxy or an old
+    gateway that does not upgrade)."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(f"HTTP/1.1 {status} Nope\r\nContent-Length: 0\r\n\r\n".encode())
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with server:
+        yield f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize("status", [400, 404, 426])
+async def test_a_server_that_does_not_upgrade_means_no_push(status: int) -> None:
+    async for url in _answering(status):
+        with pytest.raises(PushUnavailable, match=f"HTTP {status}"):
+            await open_socket(url, "credential")
+
+
+@pytest.mark.parametrize("status", [502, 503])
+async def test_a_proxy_without_its_gateway_is_an_outage(status: int) -> None:
+    async for url in _answering(status):
+        with pytest.raises(GatewayUnreachable, match=f"HTTP {status}"):
+            await open_socket(url, "credential")
+
+
+async def test_nothing_listening_is_an_outage(dead_gateway: str) -> None:
+    with pytest.raises(GatewayUnreachable):
+        await open_socket(dead_gateway, "credential")
+
+
+def _receipt(db: sqlite3.Connection, rcp_id: str, msg_id: str) -> None:
+    stamp = "2026-12-01T10:00:00.000Z"
+    envelope = {"id": msg_id, "recipient": PEER, "type": "agentbus.message.v1"}
+    receipt = {"id": rcp_id, "seq": 7}
+    receipts.record(db, receipt, envelope, queued_at=stamp, accepted_at=stamp)
+
+
+def _events(db: sqlite3.Connection, msg_id: str) -> list[str]:
+    row = receipts.find(db, msg_id)
+    assert row is not None
+    return [e["event"] for e in receipts.events_of(row)]
+
+
+def test_a_status_is_noted_once_on_the_newest_receipt(db: sqlite3.Connection) -> None:
+    _receipt(db, "rcp_01", "msg_a")
+    _receipt(db, "rcp_02", "msg_a")  # a replay brought a newer receipt
+    assert receipts.note_status(db, "msg_a", "delivered", utcnow())
+    assert receipts.note_status(db, "msg_a", "read", utcnow())
+    assert not receipts.note_status(db, "msg_a", "read", utcnow())  # notices may repeat
+    assert _events(db, "msg_a") == ["queued", "accepted", "published", "delivered", "read"]
+    older = db.execute("SELECT local_events FROM receipts WHERE rcp_id = 'rcp_01'").fetchone()
+    assert "delivered" not in older[0]
+
+
+def test_a_status_of_someone_elses_message_is_ignored(db: sqlite3.Connection) -> None:
+    _receipt(db, "rcp_01", "msg_a")
+    assert not receipts.note_status(db, "msg_b", "read", utcnow())
+    assert not receipts.note_status(db, "rcp_01", "read", utcnow())  # ids of messages only
+    assert _events(db, "msg_a") == ["queued", "accepted", "published"]

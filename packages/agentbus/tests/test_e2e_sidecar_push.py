@@ -1,0 +1,132 @@
+"""End to end, push delivery: ``agentbus sidecar run`` holding the gateway's delivery WebSocket
+(its default), on the real gateway process, NATS and PostgreSQL (``agentbus.e2e``). The other
+end-to-end files run their recipients this way too (a gateway killed mid-stream, NATS
+restarted, a recipient offline); these tests cover what only push does: the status of sent
+messages, a connection replaced by another receiver, and long-polling when asked to."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import pytest
+from agentbus.e2e import Sidecar, World, assert_exactly_once, until, wait_received
+from agentbus_sidecar.actions.sending import send_message
+from agentbus_sidecar.clock import format_ts, server_now
+from agentbus_sidecar.credentials import AgentCredential
+from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.sync import PUSH, run
+
+pytestmark = pytest.mark.timeout(240)
+
+PUSHED = "receiving over the delivery WebSocket"
+
+
+async def _pushing(sidecar: Sidecar, connections: int = 1) -> None:
+    async def connected() -> bool:
+        return sidecar.log().count(PUSHED) >= connections
+
+    await until(connected, 20, f"{sidecar.address} on the delivery WebSocket")
+
+
+def _local_events(sidecar: Sidecar, msg_id: str) -> list[str]:
+    rows = sidecar.query("SELECT local_events FROM receipts WHERE msg_id = ?", msg_id)
+    return [e["event"] for row in rows for e in json.loads(row["local_events"])]
+
+
+async def test_pushed_messages_and_the_status_of_sent_ones(pair: World) -> None:
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await asyncio.gather(alice.start(), bob.start())
+    await asyncio.gather(_pushing(alice), _pushing(bob))
+
+    sent = await alice.cli("send", bob.address, "pushed to bob")
+    assert sent["state"] == "sent", sent
+    msg_id = sent["msg_id"]
+    await wait_received(bob, {msg_id}, 10, stack)
+
+    async def delivered_noted() -> bool:
+        return "delivered" in _local_events(alice, msg_id)
+
+    await until(delivered_noted, 10, "the delivered notice in alice's receipt")
+    read = await bob.cli("read", msg_id)
+    assert read["acked"] is True, read
+
+    async def read_noted() -> bool:
+        return "read" in _local_events(alice, msg_id)
+
+    await until(read_noted, 10, "the read notice in alice's receipt")
+    assert f"{msg_id} read" in alice.log()
+    assert _local_events(alice, msg_id).count("read") == 1
+    traced = await alice.cli("trace", msg_id)
+    assert {"delivered", "read"} <= {e["event"] for e in traced["local"]["events"]}, traced
+    assert list(bob.received()) == [msg_id]
+
+
+async def test_a_replaced_socket_connects_again_and_loses_nothing(pair: World) -> None:
+    """Another receiver for the agent (here a long-poll) replaces the socket (close 4002); the
+    loop backs off, connects again, and what was sent meanwhile arrives once."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await bob.start()
+    await _pushing(bob)
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        answer = await rt.session.call(rt.client.receive, 1)
+    assert answer.get("deliveries") == [], answer
+
+    async def replaced() -> bool:
+        return "replaced by another receiver" in bob.log()
+
+    await until(replaced, 10, "bob's loop to see its socket replaced")
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        sent = [(await send_message(rt, bob.address, {"text": f"after {n}"})).envelope["id"]
+                for n in range(5)]  # fmt: skip
+    await _pushing(bob, connections=2)
+    await wait_received(bob, set(sent), 25, stack)
+    assert_exactly_once(bob, sent)
+
+
+async def test_long_poll_delivery_when_asked(pair: World) -> None:
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await bob.start(delivery="long-poll")
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        sent = [(await send_message(rt, bob.address, {"text": f"polled {n}"})).envelope["id"]
+                for n in range(3)]  # fmt: skip
+    await wait_received(bob, set(sent), 25, stack)
+    assert_exactly_once(bob, sent)
+    assert PUSHED not in bob.log()
+
+
+async def test_a_renewed_credential_is_handed_over_on_the_open_socket(pair: World) -> None:
+    """The loop (run in this process, on bob's files) renews its credential when a fifth of its
+    lifetime is left, and hands the new one over with an ``auth`` frame instead of reconnecting:
+    the gateway answers it, and deliveries go on over the same connection."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    lines: list[str] = []
+
+    def logged(text: str) -> Callable[[], Awaitable[bool]]:
+        async def probe() -> bool:
+            return any(text in line for line in lines)
+
+        return probe
+
+    async with open_runtime(bob.credentials, bob.state_dir) as rt:
+        stop = asyncio.Event()
+        loop = asyncio.create_task(run(rt, stop, delivery=PUSH, log=lines.append))
+        try:
+            await until(logged(PUSHED), 20, "the delivery WebSocket")
+            cached = await rt.session.bearer()
+            soon = format_ts(server_now() + timedelta(seconds=100))  # under a fifth of 900 s
+            rt.session.creds.agent_credential = AgentCredential(cached, soon, 900)
+            async with open_runtime(alice.credentials, alice.state_dir) as sender:
+                first = (await send_message(sender, bob.address, {"text": "hi"})).envelope["id"]
+                await until(logged("credential renewed on the delivery WebSocket"), 20, "renewal")
+                renewed = rt.session.creds.agent_credential
+                assert renewed is not None
+                assert renewed.access_token != cached
+                then = (await send_message(sender, bob.address, {"text": "again"})).envelope["id"]
+            await wait_received(bob, {first, then}, 20, stack)
+        finally:
+            stop.set()
+            await asyncio.wait_for(loop, 30)
+    assert sum(PUSHED in line for line in lines) == 1, lines  # one connection throughout
