@@ -64,6 +64,7 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     }
     for row in runs.values():
         assert (row["acked"], row["errors"]) == (40, 0), row
+        assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
         assert row["msgs_per_sec"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
     gateway_cpu = runs[("gateway", "paced")]["cpu_ms_per_msg"]
@@ -74,3 +75,34 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
 
     assert _bench_databases(pg_admin_url) == []
     assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}
+
+
+async def test_bench_over_the_delivery_websocket(
+    pg_admin_url: str, nats_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "HOST_PROBE_S", 0.2)
+    rows: list[dict[str, Any]] = []
+
+    def run() -> None:
+        bench.bench(
+            40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4, raw=False,
+            delivery="websocket", emit=rows.append,
+        )  # fmt: skip
+
+    await asyncio.to_thread(run)
+
+    runs = [row for row in rows if row.get("bench") == "gateway"]
+    assert [(row["mode"], row["delivery"]) for row in runs] == [
+        ("paced", "websocket"),
+        ("unpaced", "websocket"),
+    ]
+    for row in runs:
+        assert (row["acked"], row["errors"]) == (40, 0), row
+        assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+    assert "goals" in rows[-1]
+    assert _bench_databases(pg_admin_url) == []
+
+
+def test_bench_refuses_an_unknown_delivery() -> None:
+    with pytest.raises(ValueError, match="long-poll, websocket"):
+        bench.bench(1, 1, delivery="pigeon")

@@ -10,7 +10,10 @@ its outbox: the messages of the lane queued so far, up to 100, in one
 ``POST /v1/messages/batch``, with one request in flight (the next batch of a lane waits for the
 answer to the previous one). Its receiving client long-polls ``GET /v1/inbox`` and
 application-acks each pulled batch with ``POST /v1/inbox/read`` (which records the transport
-ack too). A message's latency runs from
+ack too); with ``--delivery websocket`` it holds the delivery WebSocket instead, as
+``agentbus sidecar run`` does by default, and application-acks the deliveries that arrived
+together with one ``POST /v1/inbox/read``, granting their credit again after the answer. A
+message's latency runs from
 the moment it is queued to the answer of the read that acked it. Both clients are the
 lean keep-alive HTTP/1.1 client of ``benchhttp``, in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
@@ -57,11 +60,14 @@ import nats
 import psycopg
 from agentbus_sidecar.envelope import build_envelope, sign_envelope
 from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
+from agentbus_sidecar.push import CREDIT, open_socket
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from platformkit.db.embedded import EmbeddedPostgres
 from platformkit.db.scope import tenant_transaction
 from platformkit.http.serve import child_preexec
 from platformkit.nats.embedded import EmbeddedNats
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
 from wirekit import canonical_json
 
 from agentbus import benchhost, benchhttp, db
@@ -80,6 +86,8 @@ UNPACED_IN_FLIGHT = 32
 HOST_PROBE_S = 5.0
 BATCH_MAX = 100
 SLUG = "bench"
+LONG_POLL, WEBSOCKET = "long-poll", "websocket"
+DELIVERIES = (LONG_POLL, WEBSOCKET)
 Emit = Callable[[dict[str, Any]], None]
 
 
@@ -100,6 +108,7 @@ class Result:
     elapsed_s: float = 0.0
     errors: int = 0
     cpu_ms_per_msg: dict[str, float] | None = None
+    delivery: str | None = None  # of a gateway run
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
         self.cpu_ms_per_msg = meter.per_message(before, meter.take(), len(self.latencies_ms))
@@ -113,6 +122,7 @@ class Result:
         return {
             "bench": self.bench,
             "mode": self.mode,
+            **({} if self.delivery is None else {"delivery": self.delivery}),
             "rate": self.rate,
             "messages": self.messages,
             "acked": len(lat),
@@ -134,6 +144,7 @@ class Workload:
     lanes: int  # sending and receiving agent pairs
     raw: bool  # also the same workload over raw JetStream
     lone_rounds: int = 0  # messages one at a time first, for each request's CPU (benchlone)
+    delivery: str = LONG_POLL  # how the receiving clients get their messages
 
 
 async def drive(
@@ -343,6 +354,7 @@ class Lane:
     """One sending agent and one receiving agent, each with its own connection."""
 
     def __init__(self, url: str, sender: Agent, receiver: Agent) -> None:
+        self.url = url
         self.send_client = benchhttp.Client(url, 1, _bearer(sender))
         self.recv_client = benchhttp.Client(url, 1, _bearer(receiver))
         self.sender, self.receiver = sender, receiver
@@ -413,36 +425,85 @@ class Run:
         while self.remaining > 0:
             pulled = _ok(*await client.json("GET", "/v1/inbox?wait_s=2&max=100"))
             deliveries = pulled.get("deliveries") or []
-            if not deliveries:
+            if deliveries:
+                await self._read(client, deliveries)
+
+    async def receive_pushed(self, lane: int, ws: ClientConnection) -> None:
+        """The receiver on the delivery WebSocket (``ws``, credit granted): what arrived
+        together is read together, and its credit granted again."""
+        this = self.lanes[lane]
+        frames: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def reader() -> None:
+            with suppress(ConnectionClosed):
+                async for frame in ws:
+                    frames.put_nowait(str(frame))
+            frames.put_nowait(None)
+
+        reading = asyncio.create_task(reader())
+        try:
+            while self.remaining > 0:
+                batch = [await frames.get()]
+                while not frames.empty():
+                    batch.append(frames.get_nowait())
+                if None in batch:
+                    raise benchhttp.HttpError(f"the delivery WebSocket closed ({ws.close_code})")
+                parsed = (json.loads(text) for text in batch if text is not None)
+                deliveries = [frame for frame in parsed if frame.get("type") == "delivery"]
+                if deliveries:
+                    await self._read(this.recv_client, deliveries)
+                    await ws.send(json.dumps({"type": "credit", "n": len(deliveries)}))
+        finally:
+            reading.cancel()
+
+    async def _read(self, client: benchhttp.Client, deliveries: list[dict[str, Any]]) -> None:
+        """Application-ack ``deliveries`` in one request; their latencies end at its answer."""
+        answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
+        now = time.perf_counter()
+        for item in answer.get("results", []):
+            started = self.sent_at.pop(str(item.get("msg_id")), None)
+            if started is None:
                 continue
-            answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
-            now = time.perf_counter()
-            for item in answer.get("results", []):
-                started = self.sent_at.pop(str(item.get("msg_id")), None)
-                if started is None:
-                    continue
-                if item.get("result") == "ok":
-                    self.result.latencies_ms.append((now - started) * 1000)
-                else:
-                    self.result.errors += 1
-                self._settled()
+            if item.get("result") == "ok":
+                self.result.latencies_ms.append((now - started) * 1000)
+            else:
+                self.result.errors += 1
+            self._settled()
 
 
 class GatewayBench:
-    def __init__(self, lanes: list[Lane], meter: CpuMeter) -> None:
-        self.lanes, self.meter = lanes, meter
+    def __init__(self, lanes: list[Lane], meter: CpuMeter, delivery: str = LONG_POLL) -> None:
+        self.lanes, self.meter, self.delivery = lanes, meter, delivery
 
     async def aclose(self) -> None:
         for lane in self.lanes:
             await lane.aclose()
 
     async def run(self, result: Result) -> Result:
+        """One run; with WebSocket delivery each lane's receiver connects and grants credit
+        before the clock starts, and closes after the run (a long-poll of the same agent, as
+        the lone rounds make, would replace a socket left open)."""
+        result.delivery = self.delivery
+        sockets: list[ClientConnection] = []
+        try:
+            if self.delivery == WEBSOCKET:
+                for lane in self.lanes:
+                    sockets.append(await open_socket(lane.url, lane.receiver.credential))
+                    await sockets[-1].send(json.dumps({"type": "credit", "n": CREDIT}))
+            return await self._run(result, sockets)
+        finally:
+            for ws in sockets:
+                with suppress(Exception):
+                    await ws.close()
+
+    async def _run(self, result: Result, sockets: list[ClientConnection]) -> Result:
         run = Run(self.lanes, result)
-        workers = [
-            asyncio.create_task(job(i))
-            for i in range(len(self.lanes))
-            for job in (run.receive, run.flush)
-        ]
+        if sockets:
+            receivers = [run.receive_pushed(i, ws) for i, ws in enumerate(sockets)]
+        else:
+            receivers = [run.receive(i) for i in range(len(self.lanes))]
+        workers = [asyncio.create_task(job) for job in receivers]
+        workers += [asyncio.create_task(run.flush(i)) for i in range(len(self.lanes))]
         cpu = self.meter.take()
         begin = time.perf_counter()
         try:
@@ -571,7 +632,7 @@ async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
         ]
     meter = dep.meter()
     emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
-    bench = GatewayBench([Lane(dep.url, *pair) for pair in agents], meter)
+    bench = GatewayBench([Lane(dep.url, *pair) for pair in agents], meter, work.delivery)
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
@@ -611,14 +672,18 @@ def bench(
     warmup: int = 200,
     raw: bool = True,
     lone: int = 0,
+    delivery: str = LONG_POLL,
     emit: Emit | None = None,
 ) -> None:
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
+    if delivery not in DELIVERIES:
+        raise ValueError(f"delivery is one of {', '.join(DELIVERIES)}, not {delivery!r}")
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
         dep = Deployment(root, database_url, nats_url, workers)
         try:
             dep.start_services()
-            asyncio.run(run_bench(dep, Workload(messages, rate, warmup, lanes, raw, lone), out))
+            work = Workload(messages, rate, warmup, lanes, raw, lone, delivery)
+            asyncio.run(run_bench(dep, work, out))
         finally:
             dep.stop()

@@ -66,6 +66,13 @@ def bench(
         ),
     ] = 0,
     raw: Annotated[bool, typer.Option(help="Also run raw NATS JetStream as the ceiling.")] = True,
+    delivery: Annotated[
+        str,
+        typer.Option(
+            help="How the receiving clients get messages: long-poll, or websocket (the "
+            "delivery WebSocket, as agentbus sidecar run does by default)."
+        ),
+    ] = "long-poll",
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -83,10 +90,13 @@ def bench(
 ) -> None:
     """End-to-end latency and throughput of a gateway process (send -> NATS -> delivery ->
     application ack), paced and unpaced, beside raw JetStream; one JSON object per line."""
+    from agentbus.bench import DELIVERIES
     from agentbus.bench import bench as run
 
+    if delivery not in DELIVERIES:
+        raise typer.BadParameter(f"one of {', '.join(DELIVERIES)}", param_hint="--delivery")
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
-        lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds)  # fmt: skip
+        lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery)  # fmt: skip
 
 
 def stack_command() -> list[str]:
