@@ -1,20 +1,25 @@
 """Push delivery's parts that need no gateway: where the WebSocket is, what a server that does
-not upgrade means, and status notices on receipts. The delivery itself is tested end to end
+not upgrade means, settle frames that are answered, refused, left unanswered or cut off, and
+status notices on receipts. The delivery itself is tested end to end
 against the real gateway (packages/agentbus/tests/test_e2e_sidecar_push.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import pytest
+from agentbus_sidecar import push
 from agentbus_sidecar.clock import utcnow
-from agentbus_sidecar.errors import GatewayUnreachable
-from agentbus_sidecar.push import PushUnavailable, open_socket, socket_url
+from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+from agentbus_sidecar.push import DeliverySocket, PushUnavailable, open_socket, socket_url
 from agentbus_sidecar.store import receipts
 from hypothesis import given
 from hypothesis import strategies as st
+from websockets.asyncio.server import ServerConnection, serve
 
 PEER = "agent://acme/platform/reviewer"
 
@@ -101,3 +106,70 @@ def test_a_status_of_someone_elses_message_is_ignored(db: sqlite3.Connection) ->
     assert not receipts.note_status(db, "msg_b", "read", utcnow())
     assert not receipts.note_status(db, "rcp_01", "read", utcnow())  # ids of messages only
     assert _events(db, "msg_a") == ["queued", "accepted", "published"]
+
+
+Answer = Callable[[ServerConnection, dict[str, Any]], Awaitable[None]]
+
+
+async def _settle_against(answer: Answer, verb: str, items: list[dict[str, Any]]) -> Any:
+    """``DeliverySocket.settle`` on a socket to a server that answers each frame with
+    ``answer`` (a stand-in for the gateway's side of §5.2, to reach the failure cases)."""
+
+    async def handler(conn: ServerConnection) -> None:
+        async for text in conn:
+            await answer(conn, json.loads(text))
+
+    async with serve(handler, "127.0.0.1", 0, subprotocols=["agentbus.v1"]) as server:  # type: ignore[list-item]
+        port = next(iter(server.sockets)).getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        ws = await open_socket(url, "credential")
+        socket = DeliverySocket(ws, "credential", url)
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        reader = asyncio.create_task(socket.read(frames))
+        try:
+            return await socket.settle(verb, items)
+        finally:
+            reader.cancel()
+            await ws.close()
+
+
+async def test_a_settle_frame_carries_the_items_and_returns_the_results() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        seen.append(frame)
+        await conn.send(json.dumps({"type": "status", "msg_id": "msg_x", "status": "read"}))
+        results = [{"msg_id": a["msg_id"], "result": "ok"} for a in frame["acks"]]
+        await conn.send(json.dumps({"type": "result", "for": frame["id"], "results": results}))
+
+    items = [{"msg_id": "msg_a", "ack_token": "t"}]
+    assert await _settle_against(answer, "ack", items) == [{"msg_id": "msg_a", "result": "ok"}]
+    assert [(f["type"], f["acks"]) for f in seen] == [("ack", items)]
+
+
+async def test_a_refused_settle_frame_is_the_gateway_error_it_names() -> None:
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        problem = {"status": 422, "code": "AB-5009", "title": "Too many items"}
+        await conn.send(json.dumps({"type": "result", "for": frame["id"], "problem": problem}))
+
+    with pytest.raises(GatewayError) as refused:
+        await _settle_against(answer, "read", [{"msg_id": "msg_a"}])
+    assert (refused.value.status, refused.value.code) == (422, "AB-5009")
+
+
+async def test_an_unanswered_settle_frame_is_an_outage(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(push, "SETTLE_TIMEOUT_S", 0.2)
+
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        await conn.send(json.dumps({"type": "result", "for": "someone else", "results": []}))
+
+    with pytest.raises(GatewayUnreachable, match="no answer to a nak frame"):
+        await _settle_against(answer, "nak", [{"msg_id": "msg_a"}])
+
+
+async def test_a_socket_closed_before_the_answer_is_an_outage() -> None:
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        await conn.close(1012)
+
+    with pytest.raises(GatewayUnreachable, match="no answer to a term frame"):
+        await _settle_against(answer, "term", [{"msg_id": "msg_a"}])

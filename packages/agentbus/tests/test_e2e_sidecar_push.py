@@ -11,13 +11,15 @@ import json
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
+import httpx
 import pytest
-from agentbus.e2e import Sidecar, World, assert_exactly_once, until, wait_received
+from agentbus.e2e import Sidecar, Stack, World, assert_exactly_once, until, wait_received
 from agentbus_sidecar.actions.sending import send_message
 from agentbus_sidecar.clock import format_ts, server_now
 from agentbus_sidecar.credentials import AgentCredential
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.sync import PUSH, run
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -31,6 +33,19 @@ async def _pushing(sidecar: Sidecar, connections: int = 1) -> None:
     await until(connected, 20, f"{sidecar.address} on the delivery WebSocket")
 
 
+async def _http_requests(stack: Stack, method: str, route: str) -> float:
+    """How many ``method route`` requests the gateway has answered (its ``/metrics``)."""
+    async with httpx.AsyncClient(base_url=stack.url) as client:
+        text = (await client.get("/metrics")).text
+    total = 0.0
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, sample.labels.get("method"), sample.labels.get("route"))
+            if key == ("http_requests_total", method, route):
+                total += sample.value
+    return total
+
+
 def _local_events(sidecar: Sidecar, msg_id: str) -> list[str]:
     rows = sidecar.query("SELECT local_events FROM receipts WHERE msg_id = ?", msg_id)
     return [e["event"] for row in rows for e in json.loads(row["local_events"])]
@@ -41,10 +56,18 @@ async def test_pushed_messages_and_the_status_of_sent_ones(pair: World) -> None:
     await asyncio.gather(alice.start(), bob.start())
     await asyncio.gather(_pushing(alice), _pushing(bob))
 
+    acks_before = await _http_requests(stack, "POST", "/v1/inbox/ack")
     sent = await alice.cli("send", bob.address, "pushed to bob")
     assert sent["state"] == "sent", sent
     msg_id = sent["msg_id"]
     await wait_received(bob, {msg_id}, 10, stack)
+
+    async def delivered() -> bool:
+        return await stack.message_status(msg_id) == "delivered"
+
+    await until(delivered, 10, "the transport ack at the gateway")
+    # the transport ack went as a frame on bob's socket, not as a request
+    assert await _http_requests(stack, "POST", "/v1/inbox/ack") == acks_before
 
     async def delivered_noted() -> bool:
         return "delivered" in _local_events(alice, msg_id)

@@ -38,6 +38,11 @@ def route_for(envelope: dict[str, Any]) -> str:
     return f"/v1/tasks/{envelope['subject']}/{verb}"
 
 
+SETTLE_KEYS = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}
+"""The list each settlement verb's body carries its items in (04 §5.3-5.6, and the same frames
+on the delivery WebSocket, §5.2)."""
+
+
 def problem_error(response: httpx.Response) -> GatewayError:
     """Map an error response (problem+json or not) to GatewayError."""
     problem: dict[str, Any] = {}
@@ -181,8 +186,9 @@ class GatewayClient:
         self, bearer: str, verb: str, items: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """``verb`` is ack, nak, term or read (04 §5.3-5.6); returns the per-item results."""
-        key = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}[verb]
-        body = await self._json("POST", f"/v1/inbox/{verb}", bearer=bearer, json={key: items})
+        body = await self._json(
+            "POST", f"/v1/inbox/{verb}", bearer=bearer, json={SETTLE_KEYS[verb]: items}
+        )
         results: list[dict[str, Any]] = body.get("results", [])
         return results
 

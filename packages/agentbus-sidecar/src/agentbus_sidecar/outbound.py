@@ -23,6 +23,7 @@ import json
 import random
 import sqlite3
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -36,6 +37,7 @@ from agentbus_sidecar.store import inbox, outbox, receipts, transaction
 
 __all__ = [
     "FlushReport",
+    "Settle",
     "blocked_recipients",
     "flush_sends",
     "flush_settlements",
@@ -70,6 +72,10 @@ def _verb(row_id: str) -> str:
     return "nak" if row_id.startswith("nak:") else _VERBS[row_id.rsplit(":", 1)[1]]
 
 
+Settle = Callable[[str, list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
+"""How settlements reach the gateway: ``(verb, items) -> per-item results``."""
+
+
 async def flush_settlements(
     rt: Runtime,
     now: datetime,
@@ -77,8 +83,14 @@ async def flush_settlements(
     rng: random.Random | None = None,
     *,
     drain: bool = False,
+    settle: Settle | None = None,
 ) -> None:
-    """Send due acks, reads, terms and naks; ``drain`` sends all of them, due or not."""
+    """Send due acks, reads, terms and naks; ``drain`` sends all of them, due or not.
+    ``settle`` sends them another way than the HTTP routes (the delivery WebSocket)."""
+
+    async def over_http(verb: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await rt.session.call(rt.client.settle, verb, items)
+
     groups: dict[str, list[sqlite3.Row]] = defaultdict(list)
     upto = parse_ts(outbox.PARKED) if drain else now
     for row in outbox.due(rt.conn, upto, ("ack", "nak")):
@@ -88,7 +100,7 @@ async def flush_settlements(
             batch = rows[start : start + BATCH]
             items = [json.loads(bytes(row["body"])) for row in batch]
             try:
-                results = await rt.session.call(rt.client.settle, verb, items)
+                results = await (settle or over_http)(verb, items)
             except (GatewayUnreachable, GatewayError) as exc:
                 retry_s = _retry_after_s(exc)
                 for row in batch:

@@ -7,8 +7,10 @@ the sidecar grants credit for ``CREDIT`` deliveries. Frames that arrive together
 one batch:
 
 - ``delivery``: taken into custody exactly as pulled ones (``inbound.accept_deliveries``), their
-  transport acks flushed through the outbox (the same HTTP acks, retries and backoff as with
-  long-polls), then the credit they used is granted again;
+  transport acks flushed from the outbox as ``ack`` frames on the socket (answered by
+  ``result`` frames, the same items and results as the HTTP routes), then the credit they used
+  is granted again. An ack frame left unanswered or cut off by the connection's end stays in
+  the outbox with its retry scheduled, and the flusher sends it over HTTP when it is due;
 - ``status``: the gateway's notice about a message this agent sent, added once to its receipt's
   ``local_events`` (so ``trace`` shows it offline) and logged;
 - ``ping``: answered with ``pong``.
@@ -35,6 +37,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from agentbus_sidecar.backoff import reconnect_delay_s
+from agentbus_sidecar.client import SETTLE_KEYS, problem_of
 from agentbus_sidecar.clock import parse_ts, to_ms, utcnow
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.inbound import accept_deliveries
@@ -42,12 +45,20 @@ from agentbus_sidecar.outbound import FlushReport, flush_settlements
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import receipts
 
-__all__ = ["CREDIT", "PushUnavailable", "open_socket", "receive_pushed", "socket_url"]
+__all__ = [
+    "CREDIT",
+    "DeliverySocket",
+    "PushUnavailable",
+    "open_socket",
+    "receive_pushed",
+    "socket_url",
+]
 
 SUBPROTOCOL = "agentbus.v1"
 PATH = "/v1/inbox/ws"
 CREDIT = 100
 OPEN_TIMEOUT_S = 10.0
+SETTLE_TIMEOUT_S = 15.0  # as long as an HTTP request of the client may take
 MAX_FRAME_BYTES = 8 * 1024 * 1024  # a delivery carries one envelope (at most 1 MiB of data)
 BATCH_MAX = 500  # frames handled together at most
 CREDENTIAL_REFUSED = 4401
@@ -132,15 +143,15 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
     bearer = await rt.session.bearer()
     started = time.time()
     ws = await open_socket(rt.creds.gateway_url, bearer)
-    frames: asyncio.Queue[str | None] = asyncio.Queue()
-    state = _State(ws, bearer)
-    reader = asyncio.create_task(_read(ws, frames))
+    frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    state = DeliverySocket(ws, bearer, rt.creds.gateway_url)
+    reader = asyncio.create_task(state.read(frames))
     stopper = asyncio.create_task(stop.wait())
     try:
         hello = await _hello(ws, frames)
         _observe_clock(rt, hello, started, time.time())
         async with lock:
-            await flush_settlements(rt, utcnow(), FlushReport(), drain=True)
+            await flush_settlements(rt, utcnow(), FlushReport(), drain=True, settle=state.settle)
         await state.send({"type": "credit", "id": state.next_id(), "n": CREDIT})
         log(f"receiving over the delivery WebSocket (connection {hello.get('connection_id')})")
         while True:
@@ -152,8 +163,7 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
             batch = [getter.result()]
             while len(batch) < BATCH_MAX and not frames.empty() and batch[-1] is not None:
                 batch.append(frames.get_nowait())
-            texts = [text for text in batch if text is not None]
-            await _handle(rt, state, lock, texts, log)
+            await _handle(rt, state, lock, [frame for frame in batch if frame is not None], log)
             if batch[-1] is None:
                 raise _closed(ws)
             await state.renew_credential(rt)
@@ -164,10 +174,14 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
             await ws.close()
 
 
-class _State:
-    def __init__(self, ws: ClientConnection, bearer: str) -> None:
-        self.ws, self.bearer = ws, bearer
+class DeliverySocket:
+    """An open delivery WebSocket as the loop uses it: frame ids, writes, settle frames waiting
+    for their ``result``, and the credential it holds."""
+
+    def __init__(self, ws: ClientConnection, bearer: str, gateway_url: str) -> None:
+        self.ws, self.bearer, self.gateway_url = ws, bearer, gateway_url
         self.auth_id: str | None = None  # of the ``auth`` frame not answered yet
+        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # settle frames by id
         self._ids = 0
 
     def next_id(self) -> str:
@@ -178,6 +192,59 @@ class _State:
         with contextlib.suppress(ConnectionClosed):  # the reader reports the end
             await self.ws.send(json.dumps(frame))
 
+    async def settle(self, verb: str, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """An ``ack``, ``nak``, ``term`` or ``read`` frame and the results of its ``result``
+        frame, for ``outbound.flush_settlements``: no answer in time, or the connection
+        ending first, is ``GatewayUnreachable`` (the outbox keeps the rows and retries); a
+        ``problem`` is the GatewayError it names."""
+        frame_id = self.next_id()
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._waiting[frame_id] = answer
+        try:
+            await self.ws.send(json.dumps({"type": verb, "id": frame_id, SETTLE_KEYS[verb]: items}))
+            result = await asyncio.wait_for(answer, SETTLE_TIMEOUT_S)
+        except (ConnectionClosed, TimeoutError) as exc:
+            reason = f"no answer to a {verb} frame on the delivery WebSocket"
+            raise GatewayUnreachable(self.gateway_url, reason) from exc
+        finally:
+            self._waiting.pop(frame_id, None)
+        problem = result.get("problem")
+        if isinstance(problem, dict):
+            raise problem_of({"status": problem.get("status", 0), "problem": problem})
+        results: list[dict[str, Any]] = result.get("results") or []
+        return results
+
+    def answer(self, frame: dict[str, Any]) -> bool:
+        """Hand a ``result`` frame to the settle frame waiting for it; False if none is."""
+        waiting = (
+            self._waiting.get(str(frame.get("for"))) if frame.get("type") == "result" else None
+        )
+        if waiting is None or waiting.done():
+            return False
+        waiting.set_result(frame)
+        return True
+
+    def end(self) -> None:
+        """The connection ended: no settle frame still waiting will be answered."""
+        for waiting in self._waiting.values():
+            if not waiting.done():
+                waiting.set_exception(ConnectionClosed(None, None))
+
+    async def read(self, frames: asyncio.Queue[dict[str, Any] | None]) -> None:
+        """Every JSON object frame into ``frames``, then None when the connection ends;
+        answers to settle frames go straight to the settlement waiting for them (which holds
+        up the loop's handler meanwhile)."""
+        try:
+            async for message in self.ws:
+                frame = _parse(message) if isinstance(message, str) else None
+                if frame is not None and not self.answer(frame):
+                    frames.put_nowait(frame)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.end()
+            frames.put_nowait(None)
+
     async def renew_credential(self, rt: Runtime) -> None:
         """Hand the gateway the session's renewed credential before the old one expires."""
         with contextlib.suppress(GatewayUnreachable, GatewayError):
@@ -187,30 +254,19 @@ class _State:
                 await self.send({"type": "auth", "id": self.auth_id, "token": bearer})
 
 
-async def _read(ws: ClientConnection, frames: asyncio.Queue[str | None]) -> None:
-    """Every text frame into ``frames``, then None when the connection ends."""
-    try:
-        async for message in ws:
-            if isinstance(message, str):
-                frames.put_nowait(message)
-    except ConnectionClosed:
-        pass
-    finally:
-        frames.put_nowait(None)
-
-
-async def _hello(ws: ClientConnection, frames: asyncio.Queue[str | None]) -> dict[str, Any]:
+async def _hello(
+    ws: ClientConnection, frames: asyncio.Queue[dict[str, Any] | None]
+) -> dict[str, Any]:
     """The gateway's first frame. It closes before saying hello when it refuses the credential
     (4401) or the agent (4403)."""
     try:
         first = await asyncio.wait_for(frames.get(), timeout=OPEN_TIMEOUT_S)
     except TimeoutError:
         raise _Ended(None, "no hello from the gateway", greeted=False) from None
-    frame = _parse(first) if first is not None else None
-    if frame is None or frame.get("type") != "hello":
+    if first is None or first.get("type") != "hello":
         code = ws.close_code
         raise _Ended(code, f"closed before its hello (close {code})", greeted=False)
-    return frame
+    return first
 
 
 def _observe_clock(rt: Runtime, hello: dict[str, Any], started: float, ended: float) -> None:
@@ -234,10 +290,10 @@ def _parse(text: str) -> dict[str, Any] | None:
 
 
 async def _handle(
-    rt: Runtime, state: _State, lock: asyncio.Lock, texts: list[str], log: Log
+    rt: Runtime, state: DeliverySocket, lock: asyncio.Lock, frames: list[dict[str, Any]], log: Log
 ) -> None:
     deliveries: list[dict[str, Any]] = []
-    for frame in filter(None, map(_parse, texts)):
+    for frame in frames:
         kind = frame.get("type")
         if kind == "delivery":
             deliveries.append(frame)
@@ -251,13 +307,13 @@ async def _handle(
         return
     async with lock:
         outcomes = accept_deliveries(rt.conn, deliveries, rt.address, utcnow())
-        await flush_settlements(rt, utcnow(), FlushReport())
+        await flush_settlements(rt, utcnow(), FlushReport(), settle=state.settle)
     for msg_id, outcome in outcomes:
         log(f"{msg_id} {outcome}")
     await state.send({"type": "credit", "id": state.next_id(), "n": len(deliveries)})
 
 
-def _answered(state: _State, frame: dict[str, Any], log: Log) -> None:
+def _answered(state: DeliverySocket, frame: dict[str, Any], log: Log) -> None:
     problem = frame.get("problem")
     if isinstance(problem, dict):  # e.g. NATS away (AB-9003): the gateway retries by itself
         log(f"the gateway reports {problem.get('code')}: {problem.get('title')}")
