@@ -9,11 +9,14 @@ import asyncio
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from agentbus_sidecar import push
 from agentbus_sidecar.clock import utcnow
+from agentbus_sidecar.credentials import save_credentials
+from agentbus_sidecar.doctor import run_checks
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.push import DeliverySocket, PushUnavailable, open_socket, socket_url
 from agentbus_sidecar.store import receipts
@@ -42,13 +45,14 @@ def test_only_http_gateways_have_a_socket(scheme: str) -> None:
         socket_url(f"{scheme}://bus.example.com" if scheme else "bus.example.com")
 
 
-async def _answering(status: int) -> AsyncIterator[str]:
+async def _answering(status: int, healthz: int | None = None) -> AsyncIterator[str]:
     """A plain HTTP server that answers every request with ``status`` (a proxy or an old
-    gateway that does not upgrade)."""
+    gateway that does not upgrade), and ``GET /healthz`` with ``healthz`` if given."""
 
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        writer.write(f"HTTP/1.1 {status} Nope\r\nContent-Length: 0\r\n\r\n".encode())
+        head = await reader.readuntil(b"\r\n\r\n")
+        code = healthz if healthz and head.startswith(b"GET /healthz ") else status
+        writer.write(f"HTTP/1.1 {code} Nope\r\nContent-Length: 0\r\n\r\n".encode())
         await writer.drain()
         writer.close()
 
@@ -70,6 +74,16 @@ async def test_a_proxy_without_its_gateway_is_an_outage(status: int) -> None:
     async for url in _answering(status):
         with pytest.raises(GatewayUnreachable, match=f"HTTP {status}"):
             await open_socket(url, "credential")
+
+
+async def test_doctor_warns_when_the_upgrade_does_not_reach_the_gateway(agent: Any) -> None:
+    async for url in _answering(404, healthz=200):
+        save_credentials(agent.creds_path, replace(agent.creds, gateway_url=url))
+        checks = {c.name: c for c in await run_checks(agent.creds_path, agent.state_dir)}
+    assert checks["gateway"].status == "ok"
+    assert checks["delivery WebSocket"].status == "warn"
+    assert "HTTP 404" in checks["delivery WebSocket"].detail
+    assert "long-polls" in checks["delivery WebSocket"].detail
 
 
 async def test_nothing_listening_is_an_outage(dead_gateway: str) -> None:

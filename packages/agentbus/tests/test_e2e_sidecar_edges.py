@@ -179,6 +179,7 @@ async def test_doctor_against_a_live_gateway(pair: World) -> None:
         "key at gateway",
         "clock skew",
         "sidecar loop",
+        "delivery WebSocket",
     } <= set(checks)
     assert set(checks.values()) == {"ok"}, report
     loop = {c["name"]: c["detail"] for c in report["checks"]}["sidecar loop"]
@@ -191,6 +192,16 @@ async def test_doctor_against_a_live_gateway(pair: World) -> None:
             return checks["sidecar loop"]["detail"].startswith("running")
 
         await until(loop_reported, 30, f"doctor reporting the loop\n{pair.alice.log()}", 0.5)
+
+        async def pushing() -> bool:
+            return "receiving over the delivery WebSocket" in pair.alice.log()
+
+        await until(pushing, 20, "alice's loop on its socket")
+        probed = {c["name"]: c for c in (await pair.alice.cli("doctor"))["checks"]}
+        assert probed["delivery WebSocket"]["status"] == "ok", probed
+        await asyncio.sleep(1.0)
+        # the upgrade probe did not take the loop's place as the agent's receiver
+        assert "replaced by another receiver" not in pair.alice.log(), pair.alice.log()
     finally:
         await pair.alice.stop()
 

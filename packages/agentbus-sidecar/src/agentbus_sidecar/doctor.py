@@ -3,8 +3,8 @@
 Each check yields a Check(name, status, detail) with status ``ok``, ``warn`` or ``fail``:
 credentials file (present, mode 0600, well formed), agent key and its expiry, registration, state.db
 (integrity, WAL, schema version, size, stuck outbox rows), whether the sidecar loop runs, and the
-gateway (reachable, the key not revoked there, clock skew). Doctor never creates state.db and never
-prints a secret.
+gateway (reachable, the key not revoked there, clock skew, the delivery WebSocket upgrading).
+Doctor never creates state.db and never prints a secret.
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ from agentbus_sidecar.sync import run_lock_held
 __all__ = ["Check", "run_checks"]
 
 SKEW_WARN_MS = 2000
+# What the upgrade probe sends as its credential: the gateway upgrades before it reads the
+# credential and closes this one with 4401, so the probe never replaces a running loop's socket
+# (an agent's real credential would announce a new receiver).
+PUSH_PROBE = "doctor-upgrade-probe"
 STUCK_AFTER = timedelta(minutes=5)
 
 
@@ -195,11 +199,31 @@ async def _gateway(creds: Credentials) -> list[Check]:
     return checks
 
 
+async def _push(gateway_url: str) -> Check:
+    """Whether the delivery WebSocket's upgrade reaches the gateway (a proxy may not pass it)."""
+    # Imported here, as by the loop: other commands do not load the WebSocket client.
+    from agentbus_sidecar.push import PushUnavailable, open_socket
+
+    name = "delivery WebSocket"
+    try:
+        ws = await open_socket(gateway_url, PUSH_PROBE)
+    except PushUnavailable as exc:
+        advice = "`sidecar run` long-polls instead; does a proxy drop WebSocket upgrades?"
+        return Check(name, "warn", f"the upgrade was answered {exc}: {advice}")
+    except GatewayUnreachable as exc:
+        return Check(name, "warn", f"could not be opened: {exc.reason}")
+    await ws.close()
+    return Check(name, "ok", "the gateway upgrades; `sidecar run` has messages pushed")
+
+
 async def run_checks(creds_path: Path, state_dir: Path | None = None) -> list[Check]:
     checks, creds = _credentials(creds_path)
     if creds is None:
         return checks
     if creds.agent_id:
         checks += _store(state_db_path(creds.agent_id, state_dir))
-    checks += await _gateway(creds)
+    gateway = await _gateway(creds)
+    checks += gateway
+    if gateway[0].status == "ok":
+        checks.append(await _push(creds.gateway_url))
     return checks
