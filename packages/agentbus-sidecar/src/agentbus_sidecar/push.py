@@ -6,11 +6,12 @@ before a long-poll's first pull, so it can cancel the redelivery it would otherw
 the sidecar grants credit for ``CREDIT`` deliveries. Frames that arrive together are handled as
 one batch:
 
-- ``delivery``: taken into custody exactly as pulled ones (``inbound.accept_deliveries``), their
-  transport acks flushed from the outbox as ``ack`` frames on the socket (answered by
-  ``result`` frames, the same items and results as the HTTP routes), then the credit they used
-  is granted again. An ack frame left unanswered or cut off by the connection's end stays in
-  the outbox with its retry scheduled, and the flusher sends it over HTTP when it is due;
+- ``delivery``: taken into custody exactly as pulled ones (``inbound.accept_deliveries``), then
+  the outbox's due settlements (their transport acks, and any read, nak or term queued
+  meanwhile) flushed as frames on the socket (answered by ``result`` frames, the same items and
+  results as the HTTP routes), then the credit they used is granted again. A frame left
+  unanswered or cut off by the connection's end leaves its rows in the outbox with their retry
+  scheduled, and the loop's flusher sends them over HTTP when they are due;
 - ``status``: the gateway's notice about a message this agent sent, added once to its receipt's
   ``local_events`` (so ``trace`` shows it offline) and logged;
 - ``ping``: answered with ``pong``.
@@ -144,15 +145,15 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
     started = time.time()
     ws = await open_socket(rt.creds.gateway_url, bearer)
     frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-    state = DeliverySocket(ws, bearer, rt.creds.gateway_url)
-    reader = asyncio.create_task(state.read(frames))
+    sock = DeliverySocket(ws, bearer, rt.creds.gateway_url)
+    reader = asyncio.create_task(sock.read(frames))
     stopper = asyncio.create_task(stop.wait())
     try:
         hello = await _hello(ws, frames)
         _observe_clock(rt, hello, started, time.time())
         async with lock:
-            await flush_settlements(rt, utcnow(), FlushReport(), drain=True, settle=state.settle)
-        await state.send({"type": "credit", "id": state.next_id(), "n": CREDIT})
+            await flush_settlements(rt, utcnow(), FlushReport(), drain=True, settle=sock.settle)
+        await sock.send({"type": "credit", "id": sock.next_id(), "n": CREDIT})
         log(f"receiving over the delivery WebSocket (connection {hello.get('connection_id')})")
         while True:
             getter = asyncio.ensure_future(frames.get())
@@ -163,10 +164,10 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
             batch = [getter.result()]
             while len(batch) < BATCH_MAX and not frames.empty() and batch[-1] is not None:
                 batch.append(frames.get_nowait())
-            await _handle(rt, state, lock, [frame for frame in batch if frame is not None], log)
+            await _handle(rt, sock, lock, [frame for frame in batch if frame is not None], log)
             if batch[-1] is None:
                 raise _closed(ws)
-            await state.renew_credential(rt)
+            await sock.renew_credential(rt)
     finally:
         stopper.cancel()
         reader.cancel()
@@ -290,7 +291,7 @@ def _parse(text: str) -> dict[str, Any] | None:
 
 
 async def _handle(
-    rt: Runtime, state: DeliverySocket, lock: asyncio.Lock, frames: list[dict[str, Any]], log: Log
+    rt: Runtime, sock: DeliverySocket, lock: asyncio.Lock, frames: list[dict[str, Any]], log: Log
 ) -> None:
     deliveries: list[dict[str, Any]] = []
     for frame in frames:
@@ -300,25 +301,25 @@ async def _handle(
         elif kind == "status":
             _note_status(rt, frame, log)
         elif kind == "ping":
-            await state.send({"type": "pong", "id": frame.get("id")})
+            await sock.send({"type": "pong", "id": frame.get("id")})
         elif kind == "result":
-            _answered(state, frame, log)
+            _answered(sock, frame, log)
     if not deliveries:
         return
     async with lock:
         outcomes = accept_deliveries(rt.conn, deliveries, rt.address, utcnow())
-        await flush_settlements(rt, utcnow(), FlushReport(), settle=state.settle)
+        await flush_settlements(rt, utcnow(), FlushReport(), settle=sock.settle)
     for msg_id, outcome in outcomes:
         log(f"{msg_id} {outcome}")
-    await state.send({"type": "credit", "id": state.next_id(), "n": len(deliveries)})
+    await sock.send({"type": "credit", "id": sock.next_id(), "n": len(deliveries)})
 
 
-def _answered(state: DeliverySocket, frame: dict[str, Any], log: Log) -> None:
+def _answered(sock: DeliverySocket, frame: dict[str, Any], log: Log) -> None:
     problem = frame.get("problem")
     if isinstance(problem, dict):  # e.g. NATS away (AB-9003): the gateway retries by itself
         log(f"the gateway reports {problem.get('code')}: {problem.get('title')}")
-    elif frame.get("for") is not None and frame.get("for") == state.auth_id:
-        state.auth_id = None
+    elif frame.get("for") is not None and frame.get("for") == sock.auth_id:
+        sock.auth_id = None
         log("credential renewed on the delivery WebSocket")
 
 
