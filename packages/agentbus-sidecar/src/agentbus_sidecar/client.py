@@ -140,7 +140,13 @@ class GatewayClient:
             server_ms = to_ms(parsedate_to_datetime(date)) + 500  # Date has whole seconds
         except (TypeError, ValueError):
             return
-        self.on_clock_offset(server_ms - int((started + ended) * 500))
+        self.observe_server_ms(server_ms, started, ended)
+
+    def observe_server_ms(self, server_ms: int, started: float, ended: float) -> None:
+        """The gateway's clock read as ``server_ms`` by an exchange that ran from ``started``
+        to ``ended`` (local ``time.time()``): the offset, taken at the exchange's midpoint."""
+        if self.on_clock_offset is not None:
+            self.on_clock_offset(server_ms - int((started + ended) * 500))
 
     async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         response = await self.request(method, path, **kwargs)

@@ -273,13 +273,11 @@ async def _hello(
 def _observe_clock(rt: Runtime, hello: dict[str, Any], started: float, ended: float) -> None:
     """The hello's ``server_time`` keeps the clock offset current, as a response's ``Date``
     does (and to the millisecond)."""
-    if rt.client.on_clock_offset is None:
-        return
     try:
         server_ms = to_ms(parse_ts(str(hello.get("server_time"))))
     except ValueError:
         return
-    rt.client.on_clock_offset(server_ms - int((started + ended) * 500))
+    rt.client.observe_server_ms(server_ms, started, ended)
 
 
 def _parse(text: str) -> dict[str, Any] | None:

@@ -60,14 +60,14 @@ import nats
 import psycopg
 from agentbus_sidecar.envelope import build_envelope, sign_envelope
 from agentbus_sidecar.keys import generate_key, key_proof, public_key_b64url
-from agentbus_sidecar.push import CREDIT, open_socket
+from agentbus_sidecar.push import CREDIT, DeliverySocket, open_socket
+from agentbus_sidecar.sync import DELIVERIES, LONG_POLL, PUSH
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 from platformkit.db.embedded import EmbeddedPostgres
 from platformkit.db.scope import tenant_transaction
 from platformkit.http.serve import child_preexec
 from platformkit.nats.embedded import EmbeddedNats
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
 from wirekit import canonical_json
 
 from agentbus import benchhost, benchhttp, db
@@ -86,8 +86,6 @@ UNPACED_IN_FLIGHT = 32
 HOST_PROBE_S = 5.0
 BATCH_MAX = 100
 SLUG = "bench"
-LONG_POLL, WEBSOCKET = "long-poll", "websocket"
-DELIVERIES = (LONG_POLL, WEBSOCKET)
 Emit = Callable[[dict[str, Any]], None]
 
 
@@ -432,15 +430,9 @@ class Run:
         """The receiver on the delivery WebSocket (``ws``, credit granted): what arrived
         together is read together, and its credit granted again."""
         this = self.lanes[lane]
-        frames: asyncio.Queue[str | None] = asyncio.Queue()
-
-        async def reader() -> None:
-            with suppress(ConnectionClosed):
-                async for frame in ws:
-                    frames.put_nowait(str(frame))
-            frames.put_nowait(None)
-
-        reading = asyncio.create_task(reader())
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        socket = DeliverySocket(ws, this.receiver.credential, this.url)
+        reading = asyncio.create_task(socket.read(frames))
         try:
             while self.remaining > 0:
                 batch = [await frames.get()]
@@ -448,8 +440,7 @@ class Run:
                     batch.append(frames.get_nowait())
                 if None in batch:
                     raise benchhttp.HttpError(f"the delivery WebSocket closed ({ws.close_code})")
-                parsed = (json.loads(text) for text in batch if text is not None)
-                deliveries = [frame for frame in parsed if frame.get("type") == "delivery"]
+                deliveries = [f for f in batch if f is not None and f.get("type") == "delivery"]
                 if deliveries:
                     await self._read(this.recv_client, deliveries)
                     await ws.send(json.dumps({"type": "credit", "n": len(deliveries)}))
@@ -486,7 +477,7 @@ class GatewayBench:
         result.delivery = self.delivery
         sockets: list[ClientConnection] = []
         try:
-            if self.delivery == WEBSOCKET:
+            if self.delivery == PUSH:
                 for lane in self.lanes:
                     sockets.append(await open_socket(lane.url, lane.receiver.credential))
                     await sockets[-1].send(json.dumps({"type": "credit", "n": CREDIT}))
@@ -677,7 +668,7 @@ def bench(
 ) -> None:
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
     if delivery not in DELIVERIES:
-        raise ValueError(f"delivery is one of {', '.join(DELIVERIES)}, not {delivery!r}")
+        raise ValueError(f"delivery is one of {', '.join(sorted(DELIVERIES))}, not {delivery!r}")
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
         dep = Deployment(root, database_url, nats_url, workers)

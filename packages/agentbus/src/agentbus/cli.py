@@ -90,11 +90,13 @@ def bench(
 ) -> None:
     """End-to-end latency and throughput of a gateway process (send -> NATS -> delivery ->
     application ack), paced and unpaced, beside raw JetStream; one JSON object per line."""
-    from agentbus.bench import DELIVERIES
+    from agentbus_sidecar.sync import DELIVERIES
+
     from agentbus.bench import bench as run
 
     if delivery not in DELIVERIES:
-        raise typer.BadParameter(f"one of {', '.join(DELIVERIES)}", param_hint="--delivery")
+        hint = f"one of {', '.join(sorted(DELIVERIES))}"
+        raise typer.BadParameter(hint, param_hint="--delivery")
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
         lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery)  # fmt: skip
 
