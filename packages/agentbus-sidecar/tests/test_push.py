@@ -187,3 +187,35 @@ async def test_a_socket_closed_before_the_answer_is_an_outage() -> None:
 
     with pytest.raises(GatewayUnreachable, match="no answer to a term frame"):
         await _settle_against(answer, "term", [{"msg_id": "msg_a"}])
+
+
+async def test_a_deliveries_frame_is_read_as_one_delivery_frame_each() -> None:
+    """Under agentbus.v2 a pull's deliveries come in one frame; the reader hands the loop one
+    ``delivery`` frame each, as agentbus.v1 sends them, in order and beside other frames."""
+    pushed = [
+        {"type": "deliveries", "deliveries": [{"msg_id": "msg_a"}, {"msg_id": "msg_b"}]},
+        {"type": "status", "msg_id": "msg_x", "status": "read"},
+        {"type": "delivery", "msg_id": "msg_c"},
+        {"type": "deliveries", "deliveries": "not a list"},
+    ]
+
+    async def handler(conn: ServerConnection) -> None:
+        for frame in pushed:
+            await conn.send(json.dumps(frame))
+        await conn.close()
+
+    offered = ["agentbus.v2", "agentbus.v1"]
+    async with serve(handler, "127.0.0.1", 0, subprotocols=offered) as server:  # type: ignore[arg-type]
+        url = f"http://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}"
+        ws = await open_socket(url, "credential")
+        assert ws.subprotocol == "agentbus.v2"
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        await DeliverySocket(ws, "credential", url).read(frames)
+    got = [frames.get_nowait() for _ in range(frames.qsize())]
+    assert got == [
+        {"type": "delivery", "msg_id": "msg_a"},
+        {"type": "delivery", "msg_id": "msg_b"},
+        {"type": "status", "msg_id": "msg_x", "status": "read"},
+        {"type": "delivery", "msg_id": "msg_c"},
+        None,
+    ]

@@ -1,5 +1,6 @@
 """The delivery WebSocket (04-API-SPEC.md §5.2), driven in-process over ASGI: hello, credit,
-delivery, ack and read frames answered by results; a newer connection replaces the older
+delivery, ack and read frames answered by results; a pull's deliveries in one frame under
+``agentbus.v2``, one frame each under ``agentbus.v1``; a newer connection replaces the older
 (close 4002, and a waiting long-poll answers ``replaced``); a bad credential closes 4401."""
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ class Closed(Exception):
 class Socket:
     """A WebSocket client speaking ASGI to the app directly."""
 
-    def __init__(self, app: FastAPI, token: str) -> None:
-        self.app, self.token = app, token
+    def __init__(
+        self, app: FastAPI, token: str, subprotocols: tuple[str, ...] = ("agentbus.v1",)
+    ) -> None:
+        self.app, self.token, self.subprotocols = app, token, subprotocols
+        self.accepted: str | None = None  # the subprotocol the server chose
         self.to_app: asyncio.Queue[Json] = asyncio.Queue()
         self.from_app: asyncio.Queue[Json] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
@@ -38,13 +42,13 @@ class Socket:
             "path": "/v1/inbox/ws", "raw_path": b"/v1/inbox/ws", "query_string": b"",
             "root_path": "", "client": ("127.0.0.1", 40000), "server": ("gateway.test", 80),
             "headers": [(b"authorization", f"Bearer {self.token}".encode())],
-            "subprotocols": ["agentbus.v1"],
+            "subprotocols": list(self.subprotocols),
         }  # fmt: skip
         self.task = asyncio.create_task(self.app(scope, self.to_app.get, self.from_app.put))
         await self.to_app.put({"type": "websocket.connect"})
         accepted = await self._next()
         assert accepted["type"] == "websocket.accept", accepted
-        assert accepted.get("subprotocol") == "agentbus.v1"
+        self.accepted = accepted.get("subprotocol")
 
     async def _next(self, within_s: float = 10.0) -> Json:
         return await asyncio.wait_for(self.from_app.get(), within_s)
@@ -94,6 +98,7 @@ async def test_credit_delivery_ack_and_read_over_the_socket(
     ws, sender = Socket(gateway_app, bob.credential), Socket(gateway_app, alice.credential)
     await ws.connect()
     await sender.connect()
+    assert ws.accepted == "agentbus.v1"
     try:
         assert (await sender.receive())["type"] == "hello"
         hello = await ws.receive()
@@ -129,6 +134,44 @@ async def test_credit_delivery_ack_and_read_over_the_socket(
     finally:
         await ws.close()
         await sender.close()
+
+
+@pytest.mark.parametrize(
+    ("offered", "chosen", "frames"),
+    [
+        (("agentbus.v2", "agentbus.v1"), "agentbus.v2", [("deliveries", 3)]),
+        (("agentbus.v1",), "agentbus.v1", [("delivery", 1)] * 3),
+    ],
+)
+async def test_a_pull_comes_in_one_frame_under_v2_and_one_frame_each_under_v1(
+    gateway_app: FastAPI,
+    gateway_client: httpx.AsyncClient,
+    pair: tuple[World, SimAgent, SimAgent],
+    offered: tuple[str, ...],
+    chosen: str,
+    frames: list[tuple[str, int]],
+) -> None:
+    _world, alice, bob = pair
+    envs = [alice.envelope(bob.address, {"text": f"waiting {n}"}) for n in range(3)]
+    for env in envs:
+        await post_envelope(gateway_client, alice, env)
+    ws = Socket(gateway_app, bob.credential, offered)
+    await ws.connect()
+    try:
+        assert ws.accepted == chosen
+        assert (await ws.receive())["type"] == "hello"
+        await ws.send({"type": "credit", "id": "c1", "n": 10})
+        got = [await ws.receive() for _ in frames]
+        assert [(f["type"], len(f.get("deliveries", [f]))) for f in got] == frames
+        deliveries = got[0]["deliveries"] if chosen == "agentbus.v2" else got
+        assert [d["msg_id"] for d in deliveries] == [env["id"] for env in envs]
+        assert all(d["envelope"]["data"]["text"].startswith("waiting") for d in deliveries)
+        reads = [{"msg_id": d["msg_id"]} for d in deliveries]
+        await ws.send({"type": "read", "id": "r1", "reads": reads})
+        result = await ws.receive()
+        assert [r["status"] for r in result["results"]] == ["read"] * 3
+    finally:
+        await ws.close()
 
 
 async def test_a_newer_connection_replaces_the_older(

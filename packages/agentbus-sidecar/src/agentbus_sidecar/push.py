@@ -55,12 +55,16 @@ __all__ = [
     "socket_url",
 ]
 
-SUBPROTOCOL = "agentbus.v1"
+# agentbus.v2 sends a pull's deliveries in one ``deliveries`` frame; a gateway that knows only
+# agentbus.v1 sends one ``delivery`` frame each, and the reader expands the first into the second.
+SUBPROTOCOLS = ("agentbus.v2", "agentbus.v1")
 PATH = "/v1/inbox/ws"
 CREDIT = 100
 OPEN_TIMEOUT_S = 10.0
 SETTLE_TIMEOUT_S = 15.0  # as long as an HTTP request of the client may take
-MAX_FRAME_BYTES = 1024 * 1024  # a delivery carries one envelope, of at most 320 KiB
+# A ``deliveries`` frame holds a pull of at most 4 MiB, and over that one delivery (an envelope
+# of at most 320 KiB).
+MAX_FRAME_BYTES = 5 * 1024 * 1024
 BATCH_MAX = 500  # frames handled together at most
 CREDENTIAL_REFUSED = 4401
 REPLACED = 4002
@@ -124,7 +128,7 @@ async def open_socket(gateway_url: str, bearer: str) -> ClientConnection:
         return await connect(
             socket_url(gateway_url),
             additional_headers={"Authorization": f"Bearer {bearer}"},
-            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            subprotocols=list(SUBPROTOCOLS),  # type: ignore[arg-type]
             open_timeout=OPEN_TIMEOUT_S,
             max_size=MAX_FRAME_BYTES,
         )
@@ -232,14 +236,16 @@ class DeliverySocket:
                 waiting.set_exception(ConnectionClosed(None, None))
 
     async def read(self, frames: asyncio.Queue[dict[str, Any] | None]) -> None:
-        """Every JSON object frame into ``frames``, then None when the connection ends;
-        answers to settle frames go straight to the settlement waiting for them (which holds
-        up the loop's handler meanwhile)."""
+        """Every JSON object frame into ``frames`` (a ``deliveries`` frame as one ``delivery``
+        frame each), then None when the connection ends; answers to settle frames go straight
+        to the settlement waiting for them (which holds up the loop's handler meanwhile)."""
         try:
             async for message in self.ws:
                 frame = _parse(message) if isinstance(message, str) else None
-                if frame is not None and not self.answer(frame):
-                    frames.put_nowait(frame)
+                if frame is None or self.answer(frame):
+                    continue
+                for each in _expanded(frame):
+                    frames.put_nowait(each)
         except ConnectionClosed:
             pass
         finally:
@@ -278,6 +284,14 @@ def _observe_clock(rt: Runtime, hello: dict[str, Any], started: float, ended: fl
     except ValueError:
         return
     rt.client.observe_server_ms(server_ms, started, ended)
+
+
+def _expanded(frame: dict[str, Any]) -> list[dict[str, Any]]:
+    if frame.get("type") != "deliveries":
+        return [frame]
+    items = frame.get("deliveries")
+    listed = items if isinstance(items, list) else []
+    return [{"type": "delivery", **item} for item in listed if isinstance(item, dict)]
 
 
 def _parse(text: str) -> dict[str, Any] | None:

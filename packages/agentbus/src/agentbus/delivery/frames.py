@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from platformkit import fastjson
 from pydantic import BaseModel
 from starlette.websockets import WebSocket
 
@@ -35,16 +36,20 @@ def problem_of(exc: AgentBusError) -> dict[str, Any]:
 
 
 class Session:
-    def __init__(self, ws: WebSocket, svc: DeliveryService, who: AgentPrincipal) -> None:
+    def __init__(
+        self, ws: WebSocket, svc: DeliveryService, who: AgentPrincipal, *, batched: bool
+    ) -> None:
         self.ws, self.svc, self.who = ws, svc, who
+        self.batched = batched  # deliveries of one pull in one frame
         self.credit = 0
         self.credit_available = asyncio.Event()
         self.close_code = 1000
         self._write = asyncio.Lock()
 
     async def send(self, frame: dict[str, Any]) -> None:
+        text = fastjson.dumps(frame)
         async with self._write:
-            await self.ws.send_json(frame)
+            await self.ws.send_text(text if isinstance(text, str) else text.decode())
 
     def grant(self, n: int) -> None:
         self.credit += n

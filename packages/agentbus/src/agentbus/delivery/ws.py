@@ -1,7 +1,9 @@
 """``GET /v1/inbox/ws`` (04-API-SPEC.md §5.2): deliveries pushed against credit.
 
-Frames are JSON text. The server says ``hello``, then sends one ``delivery`` per unit of
-``credit`` the client granted; ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies
+Frames are JSON text. The server says ``hello``, then sends one delivery per unit of
+``credit`` the client granted: under subprotocol ``agentbus.v2`` the deliveries of one pull
+travel together in one ``deliveries`` frame, under ``agentbus.v1`` (or none) one ``delivery``
+frame each; ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies
 of §5.3-5.6 and are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a
 refreshed credential of the same agent; ``ping``/``pong`` every 20 s. Close codes: 4400 bad
 frame, 4401 credential invalid or expired, 4403 agent disabled or tenant suspended, 4002
@@ -37,12 +39,14 @@ from agentbus.ids import parse_id
 
 log = logging.getLogger(__name__)
 
-SUBPROTOCOL = "agentbus.v1"
+BATCHED = "agentbus.v2"  # a pull's deliveries in one ``deliveries`` frame
+SINGLE = "agentbus.v1"  # one ``delivery`` frame each
 PING_EVERY_S = 20.0
 
 
 async def inbox_socket(ws: WebSocket) -> None:
-    subprotocol = SUBPROTOCOL if SUBPROTOCOL in ws.scope.get("subprotocols", []) else None
+    offered = ws.scope.get("subprotocols", [])
+    subprotocol = next((p for p in (BATCHED, SINGLE) if p in offered), None)
     await ws.accept(subprotocol=subprotocol)
     gw = get_gateway(ws)
     try:
@@ -55,7 +59,7 @@ async def inbox_socket(ws: WebSocket) -> None:
         return
     svc = service_of(ws)
     async with svc.connection(who.tenant_id, who.agent_id) as conn:
-        session = Session(ws, svc, who)
+        session = Session(ws, svc, who, batched=subprotocol == BATCHED)
         await session.send({
             "type": "hello", "connection_id": conn.id, "ack_wait_ms": ACK_WAIT_S * 1000,
             "max_deliver": MAX_DELIVER, "server_time": format_ts(datetime.now(UTC)),
@@ -135,13 +139,22 @@ async def _pump(session: Session, replaced: asyncio.Event) -> None:
             log.exception("delivery WebSocket pump failed")
             session.close_code = 1011
             return
+        if session.batched and batch:
+            await _write(session, {"type": "deliveries", "deliveries": batch}, batch)
+            session.take(len(batch))
+            continue
         for index, delivery in enumerate(batch):
-            try:
-                await session.send({"type": "delivery", **delivery})
-            except Exception:
-                await _hand_back(session, batch[index:])
-                raise
+            await _write(session, {"type": "delivery", **delivery}, batch[index:])
             session.take(1)
+
+
+async def _write(session: Session, frame: dict[str, Any], unsent: list[dict[str, Any]]) -> None:
+    """Write a frame of deliveries; if it fails, ``unsent`` go back to the stream at once."""
+    try:
+        await session.send(frame)
+    except Exception:
+        await _hand_back(session, unsent)
+        raise
 
 
 async def _hand_back(session: Session, unsent: list[dict[str, Any]]) -> None:
