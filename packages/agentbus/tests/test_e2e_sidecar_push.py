@@ -153,3 +153,34 @@ async def test_a_renewed_credential_is_handed_over_on_the_open_socket(pair: Worl
             stop.set()
             await asyncio.wait_for(loop, 30)
     assert sum(PUSHED in line for line in lines) == 1, lines  # one connection throughout
+
+
+async def test_a_gateway_stopping_tells_its_receivers_and_stops_at_once(pair: World) -> None:
+    """SIGTERM with alice on the socket and bob in a long-poll of 25 s: the gateway closes the
+    socket 1012 and answers the poll with ``draining`` before it waits for open requests, so it
+    stops in about a second instead of cutting the poll off after granian's 10 s. Both loops
+    come back to the restarted gateway, and what is sent then arrives once."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await asyncio.gather(alice.start(), bob.start(delivery="long-poll"))
+    await _pushing(alice)
+    await asyncio.sleep(1.0)  # bob's first poll is waiting
+    started = asyncio.get_running_loop().time()
+    await stack.stop_gateway()
+    assert asyncio.get_running_loop().time() - started < 5, stack.log()
+
+    async def told() -> bool:
+        return (
+            "the gateway is stopping; delivery WebSocket closed" in alice.log()
+            and "the gateway is stopping; polling again shortly" in bob.log()
+        )
+
+    await until(told, 10, "both loops told of the stop")
+    await stack.start_gateway()
+    await _pushing(alice, connections=2)
+    to_bob = (await alice.cli("send", bob.address, "after the restart"))["msg_id"]
+    to_alice = (await bob.cli("send", alice.address, "after the restart too"))["msg_id"]
+    await asyncio.gather(
+        wait_received(bob, {to_bob}, 30, stack), wait_received(alice, {to_alice}, 30, stack)
+    )
+    assert_exactly_once(bob, [to_bob])
+    assert_exactly_once(alice, [to_alice])

@@ -1,8 +1,9 @@
 """The kernel under real granian, over TCP: two workers, metrics summed across them, JSON logs,
-and ``serve`` stopping cleanly on SIGTERM."""
+``serve`` stopping cleanly on SIGTERM, and requests that wait told of the stop first."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,8 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi import FastAPI
-from platformkit.http import create_app, start_server
+from platformkit.http import create_app, drain, start_server
 from platformkit.testing.services import free_port, tcp_reachable
 from prometheus_client import Counter
 
@@ -33,6 +35,18 @@ def make_app() -> FastAPI:
     async def item(item_id: int) -> dict[str, int]:
         looked_up.inc()
         return {"id": item_id}
+
+    @app.get("/wait")
+    async def wait() -> dict[str, bool]:
+        """A long-poll: up to 30 s, or until the server announces its stop."""
+        if not hasattr(app.state, "stopping"):
+            app.state.stopping = asyncio.Event()
+            app.state.watching = drain.watch(app.state.stopping.set) is not None
+        try:
+            await asyncio.wait_for(app.state.stopping.wait(), 30)
+        except TimeoutError:
+            return {"drained": False}
+        return {"drained": True}
 
     @app.post("/wedge")
     async def wedge() -> dict[str, bool]:
@@ -125,13 +139,13 @@ def _serve_in_a_child(tmp_path: Path, port: int, code: str) -> subprocess.Popen[
 
 
 @contextmanager
-def _serving(tmp_path: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+def _serving(tmp_path: Path, port: int, workers: int = 1) -> Iterator[subprocess.Popen[bytes]]:
     """``serve`` in a child that exits with its status; killed if a test leaves it running,
     and its port must be closed afterwards."""
     code = (
         "import sys\n"
         "from platformkit.http import serve\n"
-        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, 1, factory=True))\n"
+        f"sys.exit(serve({TARGET!r}, '127.0.0.1', {port}, {workers}, factory=True))\n"
     )
     proc = _serve_in_a_child(tmp_path, port, code)
     try:
@@ -181,3 +195,61 @@ def test_a_server_whose_parent_is_killed_stops_too(tmp_path: Path) -> None:
     while tcp_reachable("127.0.0.1", port, timeout=0.2):
         assert time.monotonic() < deadline, "the server outlived its killed parent"
         time.sleep(0.1)
+
+
+def test_a_waiting_request_hears_of_the_stop_before_granian_waits_for_it(tmp_path: Path) -> None:
+    """Without the drain pipe granian would wait for both long-polls until its kill timeout
+    (10 s), then cut them off; with it they answer at once, in both workers."""
+    port = free_port()
+    with _serving(tmp_path, port, workers=2) as proc:
+        url = f"http://127.0.0.1:{port}/wait"
+        answers: list[httpx.Response] = []
+
+        def poll() -> None:
+            answers.append(httpx.get(url, timeout=40))
+
+        polls = [threading.Thread(target=poll) for _ in range(4)]
+        for thread in polls:
+            thread.start()
+        time.sleep(1.5)  # every poll waiting in a worker
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        stopped_in = time.monotonic() - started
+        for thread in polls:
+            thread.join(10)
+    assert [a.json() for a in answers] == [{"drained": True}] * 4
+    assert stopped_in < 5
+
+
+def test_watch_needs_the_pipe_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a process that did not inherit the pipe (no variable, another file under that
+    number, a pipe that is not the one named) nothing is watched; the named one is."""
+
+    async def check() -> None:
+        monkeypatch.delenv(drain.ENV, raising=False)
+        assert drain.watch(lambda: None) is None
+        not_a_pipe = os.open(__file__, os.O_RDONLY)
+        try:
+            monkeypatch.setenv(drain.ENV, f"{not_a_pipe}:{os.fstat(not_a_pipe).st_ino}")
+            assert drain.watch(lambda: None) is None
+        finally:
+            os.close(not_a_pipe)
+        other, pipe = drain.DrainPipe(), drain.DrainPipe()
+        monkeypatch.setenv(drain.ENV, f"{pipe.read_fd}:{os.fstat(other.read_fd).st_ino}")
+        assert drain.watch(lambda: None) is None
+        monkeypatch.setenv(drain.ENV, pipe.env_value)
+        heard = asyncio.Event()
+        unwatch = drain.watch(heard.set)
+        assert unwatch is not None
+        await asyncio.sleep(0.05)
+        assert not heard.is_set()
+        pipe.announce()
+        pipe.announce()  # once is enough; again changes nothing
+        await asyncio.wait_for(heard.wait(), 5)
+        unwatch()
+        for each in (other, pipe):
+            each.announce()
+            each.started()
+
+    asyncio.run(check())

@@ -68,6 +68,7 @@ MAX_FRAME_BYTES = 5 * 1024 * 1024
 BATCH_MAX = 500  # frames handled together at most
 CREDENTIAL_REFUSED = 4401
 REPLACED = 4002
+GATEWAY_STOPPING = 1012  # a restart or a scale-down: connect again, to it or a sibling
 
 Log = Callable[[str], None]
 
@@ -112,6 +113,8 @@ async def receive_pushed(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, l
             elif ended.code == REPLACED:  # two receivers for one agent: do not take turns fast
                 greeted = False
                 what = "delivery WebSocket replaced by another receiver for this agent"
+            elif ended.code == GATEWAY_STOPPING:
+                what = "the gateway is stopping; delivery WebSocket closed"
         # a connection that worked comes back at once; failed attempts back off further
         failures = 1 if greeted else failures + 1
         delay = reconnect_delay_s(failures)

@@ -6,7 +6,8 @@ interleave inside one):
 - receiver: drain queued acks and reads, long-poll ``GET /v1/inbox``, take custody of each
   delivery (inbox + dedupe + queued ack, one transaction), then send the transport acks. Acks
   are drained before every pull, so after a restart our own acks reach the gateway before any
-  redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s. With push delivery
+  redelivery they would cancel (05 §10.4). Failures back off 1 s to 30 s; an answer saying
+  the gateway is stopping (``draining``) is followed by a pause of 0.5 to 1 s. With push delivery
   (the default), the receiver holds the delivery WebSocket instead (``push``), which also brings
   the status of this agent's sent messages; a gateway that does not upgrade is long-polled.
 - flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
@@ -90,9 +91,17 @@ async def flush(
 
 
 async def receive_once(rt: Runtime, wait_s: int) -> list[tuple[str, str]]:
+    outcomes, _draining = await _pull(rt, wait_s)
+    return outcomes
+
+
+async def _pull(rt: Runtime, wait_s: int) -> tuple[list[tuple[str, str]], bool]:
+    """One long-poll taken into custody, and whether the gateway said it is stopping."""
     body = await rt.session.call(rt.client.receive, wait_s)
     deliveries: list[dict[str, Any]] = body.get("deliveries") or []
-    return accept_deliveries(rt.conn, deliveries, rt.address, utcnow())
+    return accept_deliveries(rt.conn, deliveries, rt.address, utcnow()), body.get(
+        "draining"
+    ) is True
 
 
 async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
@@ -163,14 +172,18 @@ async def _receiver(
                 drain = failures > 0 or not started
                 await flush_settlements(rt, utcnow(), FlushReport(), drain=drain)
                 started = True
-            outcomes = await _unless_stopped(stop, receive_once(rt, wait_s))
-            if outcomes is None:
+            pulled = await _unless_stopped(stop, _pull(rt, wait_s))
+            if pulled is None:
                 return
+            outcomes, draining = pulled
             async with lock:
                 await flush_settlements(rt, utcnow(), FlushReport())
             for msg_id, outcome in outcomes:
                 log(f"{msg_id} {outcome}")
             failures = 0
+            if draining:  # the gateway is stopping: poll its successor after a pause
+                log("the gateway is stopping; polling again shortly")
+                await _sleep(stop, reconnect_delay_s(1))
         except (GatewayUnreachable, GatewayError, sqlite3.OperationalError) as exc:
             # A locked or full disk is a reason to let AckWait redeliver, not to stop.
             failures += 1

@@ -55,7 +55,7 @@ async def get_inbox(request: Request) -> Response:
         deliveries = await pull.fetch(
             svc, who, wait_s=wait_s, max_items=max_items, max_bytes=max_bytes, stop=conn.ended
         )
-        replaced = conn.replaced.is_set()
+        replaced, draining = conn.replaced.is_set(), conn.draining.is_set()
         if gone.is_set():
             await longpoll.hand_back(svc, who, deliveries)
             return Response(status_code=204)  # nobody reads it
@@ -64,6 +64,8 @@ async def get_inbox(request: Request) -> Response:
         body["replaced"] = True
     else:
         body["pending_estimate"] = await pending_estimate(svc, who)
+    if draining:
+        body["draining"] = True  # the gateway is stopping: poll again after a pause
     return FastJSONResponse(body)
 
 

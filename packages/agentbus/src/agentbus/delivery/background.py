@@ -1,5 +1,6 @@
 """Delivery's part of the gateway lifespan: the task rules on the send path, the delivery
-service, and (when the gateway runs background work) the loops ``messages.expire``,
+service (ended open connections when the server announces its stop), and (when the gateway
+runs background work) the loops ``messages.expire``,
 ``dlq.sweep`` and ``tasks.expire`` and the ``dlq-worker`` advisory consumer."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from platformkit.http import drain
 from platformkit.jobs import LeaderLoop
 
 from agentbus.delivery.dlq import DeadLetterWorker
@@ -26,7 +28,8 @@ async def background(app: Any) -> AsyncIterator[None]:
         yield
         return
     install(gw)
-    app.state.delivery = build_service(gw)
+    app.state.delivery = service = build_service(gw)
+    unwatch = drain.watch(service.drain)
     loops: list[LeaderLoop] = []
     worker: DeadLetterWorker | None = None
     if gw.settings.background:
@@ -38,6 +41,8 @@ async def background(app: Any) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        if unwatch is not None:
+            unwatch()
         if worker is not None:
             await worker.stop()
         for loop in loops:

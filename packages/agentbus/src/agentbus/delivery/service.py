@@ -1,7 +1,8 @@
 """What delivery keeps per gateway process, beside the ``Gateway`` it runs in: the ack-token
 keys, the agents whose consumer this instance has verified, the payload loader, and the
 registry of open delivery connections (one per agent: a newer one replaces the older, on any
-instance, through a core NATS subject outside every tenant stream).
+instance, through a core NATS subject outside every tenant stream), which ``drain`` ends when
+the server is stopping.
 """
 
 from __future__ import annotations
@@ -43,14 +44,20 @@ def connection_subject(tenant_id: uuid.UUID, agent_id: uuid.UUID) -> str:
     return f"agentbus.delivery.connections.{tenant_id.hex}.{agent_id.hex}"
 
 
-@dataclass
+@dataclass(eq=False)  # by identity: the service's set of open connections holds them
 class Connection:
     """One open long-poll or WebSocket; ``replaced`` is set when a newer one announces itself,
-    ``ended`` when it is replaced or its client has gone (a waiting pull stops on it)."""
+    ``draining`` when the server is stopping, ``ended`` on either or when its client has gone
+    (a waiting pull stops on it)."""
 
     id: str
     replaced: asyncio.Event = field(default_factory=asyncio.Event)
+    draining: asyncio.Event = field(default_factory=asyncio.Event)
     ended: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def drain(self) -> None:
+        self.draining.set()
+        self.ended.set()
 
 
 _HANDED_MAX = 50000
@@ -73,6 +80,16 @@ class DeliveryService:
     """(tenant, agent) -> the consumer's ``num_pending`` as the last pull here saw it (from the
     ack subject of its last copy; 0 after a pull that found nothing), taken by the answer's
     ``pending_estimate`` instead of asking JetStream."""
+
+    open: set[Connection] = field(default_factory=set, repr=False)
+    draining: bool = False
+    """The server is stopping (``platformkit.http.drain``): open connections were ended, and a
+    new one ends at once (a pull then answers what is there without waiting)."""
+
+    def drain(self) -> None:
+        self.draining = True
+        for conn in self.open:
+            conn.drain()
 
     def remember_handed(
         self, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID, reply: str
@@ -107,10 +124,14 @@ class DeliveryService:
                 conn.ended.set()
 
         sub: Subscription = await nc.subscribe(subject, cb=on_announce)
+        self.open.add(conn)
+        if self.draining:
+            conn.drain()
         try:
             await nc.publish(subject, conn.id.encode())
             yield conn
         finally:
+            self.open.discard(conn)
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 

@@ -3,13 +3,13 @@
 Frames are JSON text. The server says ``hello``, then sends one delivery per unit of
 ``credit`` the client granted: under subprotocol ``agentbus.v2`` the deliveries of one pull
 travel together in one ``deliveries`` frame, under ``agentbus.v1`` (or none) one ``delivery``
-frame each; ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies
-of §5.3-5.6 and are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a
-refreshed credential of the same agent; ``ping``/``pong`` every 20 s. Close codes: 4400 bad
-frame, 4401 credential invalid or expired, 4403 agent disabled or tenant suspended, 4002
-replaced by a newer connection. ``status`` frames report what became of messages this agent
-sent (``delivery.notices``). Deliveries pulled but never written to the socket are naked
-with no delay, so they need not wait for AckWait.
+frame each. ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies of §5.3-5.6 and
+are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a refreshed
+credential of the same agent; ``ping``/``pong`` every 20 s. Close codes: 4400 bad frame, 4401
+credential invalid or expired, 4403 agent disabled or tenant suspended, 4002 replaced by a
+newer connection, 1012 the gateway is stopping (``DeliveryService.drain``). ``status`` frames
+report what became of messages this agent sent (``delivery.notices``). Deliveries pulled but
+never written to the socket are naked with no delay, so they need not wait for AckWait.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from agentbus.delivery import jetstream, pull
 from agentbus.delivery.domain import ACK_WAIT_S, DEFAULT_WAIT_S, MAX_BATCH, MAX_BYTES, MAX_DELIVER
 from agentbus.delivery.frames import Session, problem_of, settle_frame
 from agentbus.delivery.notices import status_subject
-from agentbus.delivery.service import nats_client, service_of
+from agentbus.delivery.service import Connection, nats_client, service_of
 from agentbus.errors import AgentBusError
 from agentbus.gateway.auth import bearer_of, principal_from_credential
 from agentbus.gateway.context import get_gateway
@@ -67,9 +67,9 @@ async def inbox_socket(ws: WebSocket) -> None:
         statuses = await _forward_statuses(session)
         tasks = [
             asyncio.create_task(_receive(session)),
-            asyncio.create_task(_pump(session, conn.replaced)),
+            asyncio.create_task(_pump(session, conn.ended)),
             asyncio.create_task(_ping(session)),
-            asyncio.create_task(_watch(session, conn.replaced)),
+            asyncio.create_task(_watch(session, conn)),
         ]
         _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending:
@@ -122,14 +122,14 @@ async def _receive(session: Session) -> None:
             return
 
 
-async def _pump(session: Session, replaced: asyncio.Event) -> None:
+async def _pump(session: Session, ended: asyncio.Event) -> None:
     """Pull while there is credit; write each delivery; nak what could not be written."""
     while True:
         await session.credit_available.wait()
         try:
             batch = await pull.fetch(
                 session.svc, session.who, wait_s=DEFAULT_WAIT_S,
-                max_items=min(session.credit, MAX_BATCH), max_bytes=MAX_BYTES, stop=replaced,
+                max_items=min(session.credit, MAX_BATCH), max_bytes=MAX_BYTES, stop=ended,
             )  # fmt: skip
         except AgentBusError as exc:  # NATS away (AB-9003) and the like: tell, back off, retry
             await session.send({"type": "result", "for": None, "problem": problem_of(exc)})
@@ -177,6 +177,6 @@ async def _ping(session: Session) -> None:
         await session.send({"type": "ping"})
 
 
-async def _watch(session: Session, replaced: asyncio.Event) -> None:
-    await replaced.wait()
-    session.close_code = 4002
+async def _watch(session: Session, conn: Connection) -> None:
+    await conn.ended.wait()
+    session.close_code = 4002 if conn.replaced.is_set() else 1012

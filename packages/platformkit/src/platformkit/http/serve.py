@@ -6,6 +6,8 @@ workers the child must start with ``PROMETHEUS_MULTIPROC_DIR`` already set, in a
 that no earlier run left samples in. The child also gets a logging config that makes granian's
 own lines JSON like ours; granian's access log stays off (the kernel middleware writes one with
 route templates). :func:`serve` forwards SIGINT and SIGTERM, waits, and removes the directory.
+Before the stop reaches granian, its workers are told through a pipe (:mod:`.drain`), so what
+waits by design (long-polls) can answer at once instead of holding the stop up.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from platformkit.http.drain import ENV as DRAIN_ENV
+from platformkit.http.drain import DrainPipe
 from platformkit.http.logs import logging_config
 
 __all__ = ["Server", "import_path", "serve", "start_server"]
@@ -57,6 +61,7 @@ class Server:
     runtime_dir: Path
     host: str
     port: int
+    drain_pipe: DrainPipe | None = None
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Block until the port accepts connections; raise if granian exits or time runs out."""
@@ -75,12 +80,19 @@ class Server:
         try:
             return self.process.wait()
         finally:
+            self.drain()
             shutil.rmtree(self.runtime_dir, ignore_errors=True)
 
+    def drain(self) -> None:
+        """Tell the workers the server is stopping (``drain.watch``), before the signal."""
+        if self.drain_pipe is not None:
+            self.drain_pipe.announce()
+
     def stop(self, timeout: float = WORKERS_KILL_TIMEOUT + 10.0) -> int:
-        """SIGTERM (granian drains and stops its workers, killing any that hang), then
-        ``kill`` after ``timeout``."""
+        """Drain, SIGTERM (granian waits for open requests and stops its workers, killing any
+        that hang), then ``kill`` after ``timeout``."""
         if self.process.poll() is None:
+            self.drain()
             self.process.terminate()
             try:
                 self.process.wait(timeout)
@@ -120,7 +132,8 @@ def start_server(
     runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
     log_config = runtime / "logging.json"
     log_config.write_text(json.dumps(logging_config(log_level, json=json_logs)))
-    env = dict(os.environ)
+    drain = DrainPipe()
+    env = dict(os.environ) | {DRAIN_ENV: drain.env_value}
     if workers > 1 and MULTIPROC_ENV not in env:
         (runtime / "metrics").mkdir()
         env[MULTIPROC_ENV] = str(runtime / "metrics")
@@ -163,11 +176,16 @@ def start_server(
             stderr=subprocess.STDOUT if output else None,
             start_new_session=True,
             preexec_fn=child_preexec(),
+            pass_fds=(drain.read_fd,),
         )
+    except BaseException:
+        drain.announce()
+        raise
     finally:
+        drain.started()
         if output is not None:
             output.close()
-    return Server(process, runtime, host, port)
+    return Server(process, runtime, host, port, drain)
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option, Linux
@@ -240,6 +258,7 @@ def serve(
             server.kill()
             return
         signalled = True
+        server.drain()
         server.process.send_signal(signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
