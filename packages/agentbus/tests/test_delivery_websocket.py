@@ -6,77 +6,23 @@ delivery, ack and read frames answered by results; a pull's deliveries in one fr
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx
 import pytest
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import (
+    Closed,
+    SimAgent,
+    Socket,
+    World,
+    enroll,
+    make_world,
+    post_envelope,
+)
 from fastapi import FastAPI
 
 Json = dict[str, Any]
-
-
-class Closed(Exception):
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-class Socket:
-    """A WebSocket client speaking ASGI to the app directly."""
-
-    def __init__(
-        self, app: FastAPI, token: str, subprotocols: tuple[str, ...] = ("agentbus.v1",)
-    ) -> None:
-        self.app, self.token, self.subprotocols = app, token, subprotocols
-        self.accepted: str | None = None  # the subprotocol the server chose
-        self.to_app: asyncio.Queue[Json] = asyncio.Queue()
-        self.from_app: asyncio.Queue[Json] = asyncio.Queue()
-        self.task: asyncio.Task[None] | None = None
-
-    async def connect(self) -> None:
-        scope = {
-            "type": "websocket", "asgi": {"version": "3.0"}, "scheme": "ws",
-            "path": "/v1/inbox/ws", "raw_path": b"/v1/inbox/ws", "query_string": b"",
-            "root_path": "", "client": ("127.0.0.1", 40000), "server": ("gateway.test", 80),
-            "headers": [(b"authorization", f"Bearer {self.token}".encode())],
-            "subprotocols": list(self.subprotocols),
-        }  # fmt: skip
-        self.task = asyncio.create_task(self.app(scope, self.to_app.get, self.from_app.put))
-        await self.to_app.put({"type": "websocket.connect"})
-        accepted = await self._next()
-        assert accepted["type"] == "websocket.accept", accepted
-        self.accepted = accepted.get("subprotocol")
-
-    async def _next(self, within_s: float = 10.0) -> Json:
-        return await asyncio.wait_for(self.from_app.get(), within_s)
-
-    async def send(self, frame: Json) -> None:
-        await self.to_app.put({"type": "websocket.receive", "text": json.dumps(frame)})
-
-    async def receive(self, within_s: float = 10.0) -> Json:
-        while True:
-            event = await self._next(within_s)
-            if event["type"] == "websocket.close":
-                raise Closed(event.get("code", 1000))
-            frame: Json = json.loads(event["text"])
-            if frame.get("type") != "ping":
-                return frame
-
-    async def until_closed(self) -> int:
-        """Skip frames until the server closes; the close code."""
-        try:
-            while True:
-                await self.receive()
-        except Closed as closed:
-            return closed.code
-
-    async def close(self) -> None:
-        await self.to_app.put({"type": "websocket.disconnect", "code": 1000})
-        if self.task is not None:
-            await asyncio.wait_for(asyncio.gather(self.task, return_exceptions=True), 10)
 
 
 @pytest.fixture

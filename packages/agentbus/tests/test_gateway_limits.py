@@ -1,12 +1,14 @@
-"""The send limit rules (05 §11, 04 §1.6) as properties: the token bucket never allows more than
-its capacity at once nor more than its refill over time, a refusal changes nothing and names a
-wait after which a token is there; backlog and stream checks; ``Retry-After`` rounding."""
+"""The limit rules (05 §11, 04 §1.6) as properties: the token bucket never allows more than
+its capacity at once nor more than its refill over time (also with a burst below the rate), a
+refusal changes nothing and names a wait after which a token is there, and the time until it is
+full again is exact; backlog and stream checks; ``Retry-After`` rounding."""
 
 from __future__ import annotations
 
 from agentbus.gateway.limits import (
     Bucket,
     backlog_full,
+    full_in_s,
     refill,
     retry_after_header,
     stream_full,
@@ -89,3 +91,40 @@ def test_retry_after_is_whole_seconds_never_short_and_never_zero(seconds: float)
     assert header >= seconds
     assert header >= 1
     assert header < seconds + 1 or header == 1
+
+
+@given(rates, st.integers(min_value=1, max_value=100_000), times, gaps)
+def test_a_burst_caps_what_a_quiet_client_may_do_at_once(
+    per_minute: int, capacity: int, start: float, steps: list[float]
+) -> None:
+    bucket, now, allowed = None, start, 0
+    for gap in steps:
+        now += gap
+        taken = take(bucket, now, per_minute, capacity)
+        allowed += taken.allowed
+        bucket = taken.bucket
+        assert 0.0 <= bucket.tokens <= capacity
+    assert allowed <= capacity + (now - start) * per_minute / 60.0 + 1e-6
+
+
+@given(st.integers(min_value=1, max_value=500), st.integers(min_value=1, max_value=500), times)
+def test_a_new_bucket_allows_exactly_its_burst(per_minute: int, capacity: int, now: float) -> None:
+    bucket, allowed = None, 0
+    for _ in range(capacity + 1):
+        taken = take(bucket, now, per_minute, capacity)
+        allowed += taken.allowed
+        bucket = taken.bucket
+    assert allowed == capacity
+
+
+@given(rates, st.integers(min_value=1, max_value=100_000), times, st.floats(0, 1, allow_nan=False))
+def test_full_in_is_when_the_bucket_is_full_again(
+    per_minute: int, capacity: int, at: float, share: float
+) -> None:
+    bucket = Bucket(capacity * share, at)
+    wait = full_in_s(bucket, per_minute, capacity)
+    assert wait >= 0
+    assert refill(bucket, at + wait, per_minute, capacity).tokens >= capacity - 1e-6
+    if wait > 1e-6:
+        assert refill(bucket, at + wait * 0.5, per_minute, capacity).tokens < capacity
+    assert full_in_s(refill(None, at, per_minute, capacity), per_minute, capacity) == 0

@@ -34,6 +34,7 @@ from agentbus.delivery.service import Connection, nats_client, service_of
 from agentbus.errors import AgentBusError
 from agentbus.gateway.auth import bearer_of, principal_from_credential
 from agentbus.gateway.context import get_gateway
+from agentbus.gateway.request_limits import Kind
 from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 
@@ -53,9 +54,10 @@ async def inbox_socket(ws: WebSocket) -> None:
         who = await principal_from_credential(gw, bearer_of(ws))
         if "receive" not in who.scopes:
             raise PermissionError("the credential lacks the receive scope")
+        gw.request_limits.take(Kind.AGENT, who.agent_id)  # the upgrade is one of its requests
     except (AgentBusError, PermissionError) as exc:
         status = getattr(exc, "status", 403)
-        await ws.close(4401 if status == 401 else 4403)
+        await ws.close({401: 4401, 429: 4429}.get(status, 4403))
         return
     svc = service_of(ws)
     async with svc.connection(who.tenant_id, who.agent_id) as conn:

@@ -4,6 +4,7 @@ conversations (§7), the audit log of actions (§10.5) and the JWKS (§1.2)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -23,15 +24,20 @@ from agentbus.gateway.context import get_gateway
 from agentbus.gateway.issuance import ProofBody, issue_credential, refresh_credential
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.registration import register_agent
+from agentbus.gateway.request_limits import Kind, note_quota
 from agentbus.gateway.signing import raw_public
 from agentbus.gateway.views import ts
 from agentbus.gateway.wire import b64url_encode
+from agentbus.ids import InvalidId, parse_id
 from agentbus.store.integration_tokens import VerifiedToken
 
 router = APIRouter()
 Agent = Annotated[AgentPrincipal, Depends(require_agent())]
-RegisterToken = Annotated[VerifiedToken, Depends(require_token("register"))]
+RegisterToken = Annotated[
+    VerifiedToken, Depends(require_token("register", limit=Kind.REGISTRATION))
+]
 AnyToken = Annotated[VerifiedToken, Depends(require_token())]
+IssuingToken = Annotated[VerifiedToken, Depends(require_token(limit=None))]  # by agent, below
 Limit = Annotated[int, Query(ge=1, le=200)]
 
 
@@ -51,17 +57,20 @@ async def post_agent(request: Request, token: RegisterToken) -> JSONResponse:
 
 
 @router.post("/v1/agents/{agent_id}/credentials", tags=["credentials"])
-async def post_credentials(request: Request, agent_id: str, token: AnyToken) -> dict[str, Any]:
-    """Issue an agent credential for a key proof."""
+async def post_credentials(request: Request, agent_id: str, token: IssuingToken) -> dict[str, Any]:
+    """Issue an agent credential for a key proof (30 a minute for each agent)."""
+    gw = get_gateway(request)
+    with contextlib.suppress(InvalidId):  # a malformed id is AB-8002 below
+        note_quota(request, gw.request_limits.take(Kind.CREDENTIALS, parse_id("agt", agent_id)))
     body = await read_model(request, ProofBody)
-    return await issue_credential(get_gateway(request), token, agent_id, body.proof)
+    return await issue_credential(gw, token, agent_id, body.proof)
 
 
 @router.post("/v1/credentials/refresh", tags=["credentials"])
 async def post_refresh(request: Request) -> dict[str, Any]:
     """Exchange the current credential and a fresh key proof for a new credential."""
     gw = get_gateway(request)
-    principal = await authenticate_agent(gw, request)
+    principal = await authenticate_agent(gw, request, limit=Kind.CREDENTIALS)
     body = await read_model(request, ProofBody)
     return await refresh_credential(gw, principal, body.proof)
 

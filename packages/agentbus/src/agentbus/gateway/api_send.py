@@ -3,9 +3,10 @@
 /v1/messages/{msg}`` (§4.3, for the parties and the tenant's operators) and ``POST
 /v1/messages/{msg}/redrive`` (§4.6, for its sender and admin tokens).
 
-``read_send_body`` and ``send_response`` are what the typed task routes reuse: authenticate
-with ``authenticate_agent(gw, request, "send")``, read the body, call ``send.send_envelope``
-with their ``TaskRules``, render the result.
+``authenticate_sender``, ``read_send_body`` and ``send_response`` are what the typed task
+routes reuse: authenticate, read the body, call ``send.send_envelope`` with their
+``TaskRules``, render the result. Sends take from the sender's own bucket (``send_limits``), so
+the answer's ``RateLimit-*`` headers are that bucket's.
 """
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ from agentbus.gateway.auth import (
     client_ip,
 )
 from agentbus.gateway.bodies import read_capped
-from agentbus.gateway.context import get_gateway
+from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.envelope import BATCH_BODY_MAX, SEND_BODY_MAX, parse_batch_body
 from agentbus.gateway.hooks import SendResult
 from agentbus.gateway.messages import read_message
+from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.redrive import redrive_message
 from agentbus.gateway.send import send_batch, send_envelope
+
+
+async def authenticate_sender(gw: Gateway, request: Request) -> AgentPrincipal:
+    """An agent credential with ``send``; the send path checks the rate (AB-5003)."""
+    return await authenticate_agent(gw, request, "send", limit=None)
 
 
 async def read_send_body(request: Request) -> bytes:
@@ -38,16 +45,18 @@ async def read_send_body(request: Request) -> bytes:
     return await read_capped(request, SEND_BODY_MAX)
 
 
-def send_response(result: SendResult) -> FastJSONResponse:
-    return FastJSONResponse(result.body, status_code=result.status, headers=result.headers)
+def send_response(gw: Gateway, principal: AgentPrincipal, result: SendResult) -> FastJSONResponse:
+    quota = gw.limits.quota(principal.tenant_id, principal.agent_id)
+    headers = (quota.headers() if quota else {}) | dict(result.headers or {})
+    return FastJSONResponse(result.body, status_code=result.status, headers=headers)
 
 
 async def post_message(request: Request) -> Response:
     gw = get_gateway(request)
-    principal = await authenticate_agent(gw, request, "send")
+    principal = await authenticate_sender(gw, request)
     raw = await read_send_body(request)
     result = await send_envelope(gw, principal, raw, request.headers.get("content-type"))
-    return send_response(result)
+    return send_response(gw, principal, result)
 
 
 def _item(answer: SendResult | AgentBusError, instance: str) -> dict[str, Any]:
@@ -62,12 +71,16 @@ def _item(answer: SendResult | AgentBusError, instance: str) -> dict[str, Any]:
 async def post_batch(request: Request) -> Response:
     """Up to 100 envelopes; ``200`` with one result per envelope, in order (04 §4.7)."""
     gw = get_gateway(request)
-    principal = await authenticate_agent(gw, request, "send")
+    principal = await authenticate_sender(gw, request)
     raw = await read_capped(request, BATCH_BODY_MAX)
     envelopes = parse_batch_body(raw, request.headers.get("content-type"))
     answers = await send_batch(gw, principal, envelopes)
     instance = request.url.path
-    return FastJSONResponse({"results": [_item(answer, instance) for answer in answers]})
+    quota = gw.limits.quota(principal.tenant_id, principal.agent_id)
+    return FastJSONResponse(
+        {"results": [_item(answer, instance) for answer in answers]},
+        headers=quota.headers() if quota else None,
+    )
 
 
 async def get_message(request: Request) -> Response:

@@ -13,6 +13,10 @@
   that name no workspace also a token not bound to one (AB-1015).
 
 ``require_*`` are FastAPI dependencies; plain Starlette routes call ``authenticate_*`` directly.
+
+Each takes a token from the request's rate bucket (04 §1.6, ``request_limits``) once the caller
+is known: ``MANAGEMENT`` for a token and ``AGENT`` for a credential unless the route names
+another (``limit=``), or none for the sends, which have their own (``send_limits``).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from agentbus.gateway import credentials
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.errors import AgentDisabled, CredentialInvalid
 from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.request_limits import Kind, note_quota
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
 
 __all__ = [
@@ -73,11 +78,17 @@ def client_ip(conn: HTTPConnection) -> str | None:
 
 
 async def authenticate_token(
-    gw: Gateway, conn: HTTPConnection, scope: str | None = None
+    gw: Gateway,
+    conn: HTTPConnection,
+    scope: str | None = None,
+    *,
+    limit: Kind | None = Kind.MANAGEMENT,
 ) -> VerifiedToken:
     token = await verify_integration_token(gw.pool, bearer_of(conn), ip=client_ip(conn))
     if scope is not None and scope not in token.scopes:
         raise InsufficientScope(f"the token lacks the {scope!r} scope", scope=scope)
+    if limit is not None:
+        note_quota(conn, gw.request_limits.take(limit, token.token_id))
     return token
 
 
@@ -154,11 +165,17 @@ async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:
 
 
 async def authenticate_agent(
-    gw: Gateway, conn: HTTPConnection, scope: str | None = None
+    gw: Gateway,
+    conn: HTTPConnection,
+    scope: str | None = None,
+    *,
+    limit: Kind | None = Kind.AGENT,
 ) -> AgentPrincipal:
     principal = await principal_from_credential(gw, bearer_of(conn))
     if scope is not None and scope not in principal.scopes:
         raise InsufficientScope(f"the credential lacks the {scope!r} scope", scope=scope)
+    if limit is not None:
+        note_quota(conn, gw.request_limits.take(limit, principal.agent_id))
     return principal
 
 
@@ -173,8 +190,10 @@ def require_agent(
     return dependency
 
 
-def require_token(scope: str | None = None) -> Callable[[HTTPConnection], Awaitable[VerifiedToken]]:
+def require_token(
+    scope: str | None = None, *, limit: Kind | None = Kind.MANAGEMENT
+) -> Callable[[HTTPConnection], Awaitable[VerifiedToken]]:
     async def dependency(conn: HTTPConnection) -> VerifiedToken:
-        return await authenticate_token(get_gateway(conn), conn, scope)
+        return await authenticate_token(get_gateway(conn), conn, scope, limit=limit)
 
     return dependency

@@ -59,6 +59,11 @@ class GatewaySettings(Settings):
     background: bool = Field(
         True, description="Run the background loops (reconciler, partitions) in this process."
     )
+    request_rate_limits: bool = Field(
+        True,
+        description="Enforce the request rates of 04-API-SPEC 1.6 (AB-5008); off only for load "
+        "tests, which send one agent more requests than any agent should.",
+    )
 
     @property
     def objects_dir(self) -> Path:

@@ -19,6 +19,7 @@ from agentbus.gateway.objectstore import ObjectStore
 from agentbus.gateway.policy import AllowAll, SendPolicy
 from agentbus.gateway.principals import PrincipalCache
 from agentbus.gateway.proofs import ProofReplayCache
+from agentbus.gateway.request_limits import RequestLimits
 from agentbus.gateway.send_limits import SendLimits
 from agentbus.gateway.signing import SigningKeys
 from agentbus.keys import TenantKeyStore
@@ -45,10 +46,12 @@ class Gateway:
     principals: PrincipalCache = field(default_factory=PrincipalCache)
     directory: Directory = field(default_factory=Directory)
     limits: SendLimits = field(default_factory=SendLimits)
+    request_limits: RequestLimits = field(default_factory=RequestLimits)
     crypto: Envelope = field(init=False)
     data_keys: TenantKeyStore = field(init=False)
 
     def __post_init__(self) -> None:
+        self.request_limits.enforce = self.settings.request_rate_limits
         # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel;
         # an unwrapped key is kept for 10 minutes (§5.2), and only while its row is unchanged.
         self.data_keys = TenantKeyStore(self.pool)

@@ -186,6 +186,10 @@ class StreamFull(AgentBusError):
     code, status, name, title = "AB-5005", 507, "stream_full", "Tenant stream full"
 
 
+class ApiRateLimited(AgentBusError):
+    code, status, name, title = "AB-5008", 429, "api_rate_limited", "Too many requests"
+
+
 class BatchTooLarge(AgentBusError):
     code, status, name = "AB-5009", 413, "batch_too_large"
     title = "Too many items in a batch"

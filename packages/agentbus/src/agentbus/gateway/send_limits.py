@@ -26,6 +26,7 @@ from platformkit.db.scope import Conn
 from agentbus.broker import Broker, consumer_name, stream_name
 from agentbus.gateway import limits
 from agentbus.gateway.errors import RateLimited, RecipientBacklogFull, StreamFull
+from agentbus.gateway.request_limits import Quota, quota_of, retry_data
 from agentbus.store import plans
 
 if TYPE_CHECKING:
@@ -64,10 +65,21 @@ class SendLimits:
     def _take(self, sender: uuid.UUID, per_minute: int) -> limits.Bucket:
         taken = limits.take(self.buckets.get(sender), self.clock(), per_minute)
         if taken.retry_after_s is not None:
+            quota = quota_of(taken.bucket, per_minute, per_minute)
             raise RateLimited(
-                f"more than {per_minute} sends per minute", **_retry(taken.retry_after_s)
+                f"more than {per_minute} sends per minute",
+                **retry_data(taken.retry_after_s, quota),
             )
         return taken.bucket
+
+    def quota(self, tenant_id: uuid.UUID, sender: uuid.UUID) -> Quota | None:
+        """The sender's bucket as ``RateLimit-*`` headers say it, once its tenant's limits are
+        known here (after its first send that reached the check) and set a rate."""
+        hit = self._cache.get(("limits", tenant_id))
+        rate = None if hit is None else _limit(hit[1].get("publish_per_minute"))
+        if rate is None:
+            return None
+        return quota_of(limits.refill(self.buckets.get(sender), self.clock(), rate), rate, rate)
 
     async def check(self, conn: Conn, broker: Broker, send: PendingSend) -> None:
         """AB-5003, AB-5004, AB-5005 in this order; the sender's token is taken only when all

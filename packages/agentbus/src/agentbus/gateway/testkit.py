@@ -4,9 +4,12 @@ The fixtures that start the app are in ``agentbus.gateway.testing``."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import secrets
 import time
 import uuid
+from collections.abc import MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +17,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
+from starlette.types import ASGIApp
 from wirekit import canonical_json
 
 from agentbus.actions import tenants, tokens, workspaces
@@ -230,3 +234,76 @@ async def nak_until_dead_lettered(
         if row is not None and row["status"] == "dead_lettered":
             break
     return handled
+
+
+Json = dict[str, Any]
+
+
+class Closed(Exception):
+    """The server closed the ``Socket`` with ``code``."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class Socket:
+    """A WebSocket client speaking ASGI to the app directly."""
+
+    def __init__(
+        self, app: ASGIApp, token: str, subprotocols: tuple[str, ...] = ("agentbus.v1",)
+    ) -> None:
+        self.app, self.token, self.subprotocols = app, token, subprotocols
+        self.accepted: str | None = None  # the subprotocol the server chose
+        self.to_app: asyncio.Queue[Json] = asyncio.Queue()
+        self.from_app: asyncio.Queue[Json] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        scope = {
+            "type": "websocket", "asgi": {"version": "3.0"}, "scheme": "ws",
+            "path": "/v1/inbox/ws", "raw_path": b"/v1/inbox/ws", "query_string": b"",
+            "root_path": "", "client": ("127.0.0.1", 40000), "server": ("gateway.test", 80),
+            "headers": [(b"authorization", f"Bearer {self.token}".encode())],
+            "subprotocols": list(self.subprotocols),
+        }  # fmt: skip
+
+        async def to_test(message: MutableMapping[str, Any]) -> None:
+            await self.from_app.put(dict(message))
+
+        async def run() -> None:
+            await self.app(scope, self.to_app.get, to_test)
+
+        self.task = asyncio.create_task(run())
+        await self.to_app.put({"type": "websocket.connect"})
+        accepted = await self._next()
+        assert accepted["type"] == "websocket.accept", accepted
+        self.accepted = accepted.get("subprotocol")
+
+    async def _next(self, within_s: float = 10.0) -> Json:
+        return await asyncio.wait_for(self.from_app.get(), within_s)
+
+    async def send(self, frame: Json) -> None:
+        await self.to_app.put({"type": "websocket.receive", "text": json.dumps(frame)})
+
+    async def receive(self, within_s: float = 10.0) -> Json:
+        while True:
+            event = await self._next(within_s)
+            if event["type"] == "websocket.close":
+                raise Closed(event.get("code", 1000))
+            frame: Json = json.loads(event["text"])
+            if frame.get("type") != "ping":
+                return frame
+
+    async def until_closed(self) -> int:
+        """Skip frames until the server closes; the close code."""
+        try:
+            while True:
+                await self.receive()
+        except Closed as closed:
+            return closed.code
+
+    async def close(self) -> None:
+        await self.to_app.put({"type": "websocket.disconnect", "code": 1000})
+        if self.task is not None:
+            await asyncio.wait_for(asyncio.gather(self.task, return_exceptions=True), 10)

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from agentbus.errors import NotFound, RequestInvalid
-from agentbus.gateway.api_send import read_send_body, send_response
+from agentbus.gateway.api_send import authenticate_sender, read_send_body, send_response
 from agentbus.gateway.auth import authenticate_agent
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.send import send_envelope
@@ -30,13 +30,13 @@ def _rules(request: Request) -> TaskService:
 
 async def _send(request: Request, expected_type: str, subject: str | None) -> Response:
     gw = get_gateway(request)
-    who = await authenticate_agent(gw, request, "send")
+    who = await authenticate_sender(gw, request)
     raw = await read_send_body(request)
     result = await send_envelope(
         gw, who, raw, request.headers.get("content-type"), task_rules=_rules(request),
         expected_type=expected_type, expected_subject=subject,
     )  # fmt: skip
-    return send_response(result)
+    return send_response(gw, who, result)
 
 
 async def post_task(request: Request) -> Response:
