@@ -184,3 +184,29 @@ async def test_a_gateway_stopping_tells_its_receivers_and_stops_at_once(pair: Wo
     )
     assert_exactly_once(bob, [to_bob])
     assert_exactly_once(alice, [to_alice])
+
+
+CREDENTIALS = "/v1/agents/{agent_id}/credentials"
+
+
+async def test_a_starting_loop_issues_one_credential_and_inbox_leaves_its_socket(
+    pair: World,
+) -> None:
+    """The receiver and the flusher both need a credential when the loop starts: they share one
+    issue (two would mean an ``auth`` frame at once). ``agentbus inbox`` beside the loop reads
+    what the loop stored and does not poll, which would replace the loop's socket."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    issued_before = await _http_requests(stack, "POST", CREDENTIALS)
+    await bob.start()
+    await _pushing(bob)
+    await asyncio.sleep(1.5)  # the flusher's first round, with its heartbeat, is done
+    assert await _http_requests(stack, "POST", CREDENTIALS) == issued_before + 1
+    sent = await alice.cli("send", bob.address, "seen through inbox")
+    await wait_received(bob, {sent["msg_id"]}, 10, stack)
+    polls_before = await _http_requests(stack, "GET", "/v1/inbox")
+    listed = await bob.cli("inbox")
+    assert [item["msg_id"] for item in listed["messages"]] == [sent["msg_id"]], listed
+    assert await _http_requests(stack, "GET", "/v1/inbox") == polls_before
+    await asyncio.sleep(0.5)
+    assert "replaced by another receiver" not in bob.log()
+    assert "credential renewed" not in bob.log()

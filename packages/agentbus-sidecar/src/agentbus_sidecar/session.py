@@ -3,11 +3,14 @@
 A credential lives 900 s. It is refreshed when a fifth of its lifetime is left, falling back to
 a fresh issue with the integration token when refresh fails (04 §3.2). The cached credential is
 written to credentials.json, so short CLI commands do not each ask for a new one. ``call`` runs
-an agent route with it, ``items`` a paged list route to its end (or a limit).
+an agent route with it, ``items`` a paged list route to its end (or a limit). One renewal at a
+time: the loop's tasks that need a credential together (the receiver opening its socket, the
+flusher's heartbeat) wait for the same one instead of each issuing their own.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, Concatenate
@@ -34,6 +37,7 @@ class AgentSession:
         self.client = client
         self.creds = creds
         self._save = save
+        self._renewing = asyncio.Lock()
 
     def _identity(self) -> tuple[str, str]:
         if not self.creds.agent_id or not self.creds.key_id:
@@ -46,14 +50,25 @@ class AgentSession:
         except ValueError:
             return 0.0
 
+    def _fresh(self) -> str | None:
+        cached = self.creds.agent_credential
+        if cached is not None and self._remaining_s(cached) > REFRESH_FRACTION * cached.expires_in:
+            return cached.access_token
+        return None
+
     async def bearer(self) -> str:
         """A usable agent credential, issuing or refreshing one if needed."""
+        fresh = self._fresh()
+        if fresh is not None:
+            return fresh
+        async with self._renewing:
+            return self._fresh() or await self._renew()
+
+    async def _renew(self) -> str:
         agent_id, key_id = self._identity()
         cached = self.creds.agent_credential
         if cached is not None:
             remaining = self._remaining_s(cached)
-            if remaining > REFRESH_FRACTION * cached.expires_in:
-                return cached.access_token
             if remaining > 5:
                 proof = key_proof(self.creds.signing_key(), agent_id, server_now(), key_id)
                 try:
@@ -96,6 +111,12 @@ class AgentSession:
         self._save(self.creds)
         return access
 
+    def _drop(self, refused: str) -> None:
+        """Forget the credential the gateway refused, unless another task has replaced it."""
+        cached = self.creds.agent_credential
+        if cached is not None and cached.access_token == refused:
+            self.creds.agent_credential = None
+
     async def items(
         self,
         fn: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]],
@@ -119,10 +140,11 @@ class AgentSession:
         self, fn: Callable[Concatenate[str, P], Awaitable[T]], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(bearer, ...)``; on a refused credential, renew it and try once more."""
+        refused = await self.bearer()
         try:
-            return await fn(await self.bearer(), *args, **kwargs)
+            return await fn(refused, *args, **kwargs)
         except GatewayError as exc:
             if not exc.credential_rejected:
                 raise
-        self.creds.agent_credential = None
+        self._drop(refused)
         return await fn(await self.bearer(), *args, **kwargs)

@@ -104,10 +104,12 @@ async def _pull(rt: Runtime, wait_s: int) -> tuple[list[tuple[str, str]], bool]:
     ) is True
 
 
-async def sync_once(rt: Runtime, *, wait_s: int = 0) -> SyncReport:
-    """Flush, pull once, store, ack: what a CLI command does before it reads the inbox."""
+async def sync_once(rt: Runtime, *, wait_s: int = 0, receive: bool = True) -> SyncReport:
+    """Flush, pull once, store, ack: what a CLI command does before it reads the inbox. With
+    ``receive`` off (a running loop receives for everyone: its delivery connection must not be
+    replaced by a poll of ours) only the flush."""
     report = SyncReport(await flush(rt, drain=True))
-    if report.flush.unreachable is None:
+    if receive and report.flush.unreachable is None:
         try:
             report.restored = await resync_if_pending(rt)
             report.received = await receive_once(rt, wait_s)

@@ -32,7 +32,7 @@ from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, Ga
 from agentbus_sidecar.resync import request_resync, resync_if_pending
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox, state_db_path
-from agentbus_sidecar.sync import sync_once
+from agentbus_sidecar.sync import run_lock_held, sync_once
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -116,8 +116,9 @@ def inbox_command(
             if resync_first:
                 request_resync(rt)
             if sync:
+                loop_runs = run_lock_held(state_db_path(rt.agent_id, paths(ctx).state_dir))
                 try:
-                    report = await sync_once(rt, wait_s=wait)
+                    report = await sync_once(rt, wait_s=wait, receive=not loop_runs)
                     note = report.flush.unreachable
                     restored.extend(report.restored)
                 except (GatewayUnreachable, GatewayError, ConfigError) as exc:
