@@ -148,5 +148,5 @@ async def finish_sends(
         }
         if task is not None:
             body["task"] = task
-        results.append(SendResult(202, body))
+        results.append(SendResult(202, body, headers=env.trace_headers))
     return results

@@ -31,7 +31,7 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.objectstore import open_object_store
 from agentbus.gateway.presence import presence_loop
 from agentbus.gateway.reconciler import reconciler_loop
-from agentbus.gateway.request_limits import RateLimitHeaders
+from agentbus.gateway.response_headers import GatewayHeaders
 from agentbus.gateway.signing import SigningKeys, ensure_signing_key
 from agentbus.keys import load_or_create_keyring
 from agentbus.tasks import api as tasks_api
@@ -112,7 +112,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.include_router(delivery_api.router)
     app.include_router(trace_api.router)
     app.include_router(tasks_api.router)
-    app.add_middleware(RateLimitHeaders)
+    app.add_middleware(GatewayHeaders)
     http_kernel.install(
         app,
         readiness_checks={

@@ -36,6 +36,17 @@ OPTIONAL = ("subject", "replyto", "correlation", "idempotencykey", "capability",
 AHEAD, BEHIND = ID_AHEAD, timedelta(days=6)
 _TYPE = re.compile(r"^agentbus\.[a-z]+(\.[a-z]+)*\.v[1-9][0-9]*$")
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+TRACE_HEADER = "AgentBus-Trace-Id"
+
+
+def trace_of(traceparent: str | None) -> str | None:
+    """The trace id of a W3C ``traceparent`` (version 00, ids not all zeros), else None."""
+    found = _TRACEPARENT.match(traceparent or "")
+    if found is None or set(found.group(1)) == {"0"} or set(found.group(2)) == {"0"}:
+        return None
+    return found.group(1)
+
+
 _IDEMPOTENCY = re.compile(r"^[\x21-\x7e]{1,200}$")
 _CAPABILITY = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){0,7}$")
 _CAPABILITY_VER = re.compile(r"^[1-9][0-9]{0,5}$")
@@ -60,6 +71,11 @@ class Parsed:
     @property
     def type(self) -> str:
         return str(self.raw["type"])
+
+    @property
+    def trace_headers(self) -> dict[str, str]:
+        """``AgentBus-Trace-Id``: the trace of the envelope's ``traceparent`` (04 §1.1)."""
+        return {TRACE_HEADER: str(self.raw["traceparent"]).split("-")[1]}
 
     @property
     def data(self) -> dict[str, Any]:
@@ -193,8 +209,7 @@ def check_attributes(env: dict[str, Any], now: datetime) -> Parsed:
     _match(env, "type", _TYPE, 100)
     if env["priority"] not in ("low", "normal", "high"):
         raise _bad("priority", "is low, normal or high")
-    trace = _TRACEPARENT.match(env["traceparent"])
-    if trace is None or set(trace.group(1)) == {"0"} or set(trace.group(2)) == {"0"}:
+    if not isinstance(env["traceparent"], str) or trace_of(env["traceparent"]) is None:
         raise _bad("traceparent", "malformed W3C trace context")
     _match(env, "idempotencykey", _IDEMPOTENCY, 200)
     _match(env, "capability", _CAPABILITY, 100)

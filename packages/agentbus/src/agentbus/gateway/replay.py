@@ -59,4 +59,5 @@ async def replay_send(
     }
     if task is not None:
         body["task"] = task
-    return SendResult(200, body, replayed=True, headers={REPLAYED_HEADER: "true"})
+    headers = {REPLAYED_HEADER: "true", **env.trace_headers}
+    return SendResult(200, body, replayed=True, headers=headers)

@@ -11,8 +11,8 @@ request took from.
 | ``REGISTRATION``: ``POST /v1/agents`` | token | 60 | 60 |
 
 The authentication functions take the token (``auth``); a route names another bucket where the
-table says so. The headers ride on the request's ASGI state until ``RateLimitHeaders`` writes
-them into the response. Decisions as for sends: per process, so several workers each allow the
+table says so. The quota rides on the request's ASGI state until ``response_headers`` writes it
+into the response. Decisions as for sends: per process, so several workers each allow the
 full rate; the buckets of idle keys are dropped once there are ``MAX_KEYS`` of them.
 """
 
@@ -27,12 +27,11 @@ from enum import StrEnum
 from typing import Any
 
 from starlette.requests import HTTPConnection
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentbus.gateway import limits
 from agentbus.gateway.errors import ApiRateLimited
 
-__all__ = ["Kind", "Quota", "RateLimitHeaders", "RequestLimits", "note_quota"]
+__all__ = ["STATE_KEY", "Kind", "Quota", "RequestLimits", "note_quota"]
 
 MAX_KEYS = 100_000
 STATE_KEY = "agentbus.ratelimit"
@@ -120,35 +119,7 @@ class RequestLimits:
 
 
 def note_quota(conn: HTTPConnection, quota: Quota | None) -> None:
-    """Have ``RateLimitHeaders`` put ``quota`` on this request's response."""
+    """Have ``response_headers.GatewayHeaders`` put ``quota`` on this request's response."""
     if quota is not None:
         state: MutableMapping[str, Any] = conn.scope.setdefault("state", {})
         state[STATE_KEY] = quota
-
-
-class RateLimitHeaders:
-    """Pure ASGI middleware: the quota a request took from, as headers of its response (a
-    refusal carries its own)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_quota(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                quota = scope.get("state", {}).get(STATE_KEY)
-                if isinstance(quota, Quota):
-                    names = {name.lower() for name, _ in message.get("headers", [])}
-                    extra = [
-                        (name.lower().encode(), value.encode())
-                        for name, value in quota.headers().items()
-                        if name.lower().encode() not in names
-                    ]
-                    message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, with_quota)

@@ -72,7 +72,8 @@ class TaskService:
             "duplicate_of": format_id("msg", original),
             "receipt": receipt,
         }
-        return SendResult(200, body, replayed=True, headers={REPLAYED_HEADER: "true"})
+        headers = {REPLAYED_HEADER: "true", **send.envelope.trace_headers}
+        return SendResult(200, body, replayed=True, headers=headers)
 
     async def apply(self, conn: Conn, send: PendingSend) -> dict[str, Any] | None:
         env, recipient, message = send.envelope, send.recipient, send.message
