@@ -16,6 +16,8 @@ import pytest
 from agentbus import db
 from agentbus.cli import app as cli
 from agentbus.errors import AgentBusError, TokenExpired, TokenRevoked
+from agentbus.gateway.signing import ensure_signing_key
+from agentbus.keys import load_or_create_keyring
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
 from typer.testing import CliRunner, Result
 
@@ -182,3 +184,24 @@ def test_listing_users_workspaces_tenants_and_suspending(admin: Admin) -> None:
     )
     assert bad.exit_code == 2
     assert "expected a ten_ id" in bad.output
+
+
+def test_a_keyring_that_did_not_wrap_the_databases_keys_is_refused(
+    agentbus_db: str, tmp_path: Path
+) -> None:
+    """Creating a tenant wraps its data key with the keyring: with the wrong one the tenant's
+    payloads would be unreadable to the gateway. The CLI refuses first and creates nothing."""
+
+    async def first_key() -> None:
+        async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as conn:
+            await ensure_signing_key(conn, load_or_create_keyring(tmp_path / "set-up.json"))
+
+    asyncio.run(first_key())
+    wrong = Admin(agentbus_db, tmp_path / "other.json")
+    load_or_create_keyring(tmp_path / "other.json")
+    refused = wrong("tenants", "create", "acme", "--name", "Acme", "--owner-email",
+                    "ops@acme.example", ok=False)  # fmt: skip
+    assert "keyring mismatch" in refused.output
+    assert "restore the keyring.json" in " ".join(refused.output.split())
+    right = Admin(agentbus_db, tmp_path / "set-up.json")
+    right("tenants", "create", "acme", "--name", "Acme", "--owner-email", "ops@acme.example")

@@ -1,5 +1,6 @@
 """``agentbus-gateway serve`` as a real process (granian, migrations, NATS, signing key) answers
-``/healthz`` and ``/readyz``, and stops on SIGTERM."""
+``/healthz`` and ``/readyz``, and stops on SIGTERM; with a keyring that did not wrap the
+database's keys it does not start."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import sys
 from pathlib import Path
 
 import httpx
+import psycopg
+import pytest
+from agentbus.gateway.signing import ensure_signing_key
+from agentbus.keys import load_or_create_keyring
 from platformkit.testing.services import free_port
 
 
@@ -57,3 +62,30 @@ async def test_serve_answers_healthz(agentbus_db: str, nats_url: str, tmp_path: 
             await process.wait()
         log.close()
     assert (tmp_path / "config" / "keyring.json").stat().st_mode & 0o077 == 0
+
+
+@pytest.mark.parametrize("keyring", ["another", "none"])
+async def test_serve_refuses_a_keyring_that_did_not_wrap_the_databases_keys(
+    agentbus_db: str, nats_url: str, tmp_path: Path, keyring: str
+) -> None:
+    """A database set up with one keyring and a gateway started with another (or with none, as
+    after keyring.json was lost) would fail in every worker with a decryption error; serve
+    says what is wrong before starting them, and exits 1."""
+    async with await psycopg.AsyncConnection.connect(agentbus_db, autocommit=True) as admin:
+        await ensure_signing_key(admin, load_or_create_keyring(tmp_path / "first" / "keyring.json"))
+    config = tmp_path / "config"
+    if keyring == "another":
+        load_or_create_keyring(config / "keyring.json")
+    env = {**os.environ, "AGENTBUS_DATABASE_URL": agentbus_db, "AGENTBUS_NATS_URL": nats_url,
+           "AGENTBUS_CONFIG_DIR": str(config), "COLUMNS": "200"}  # fmt: skip
+    command = [str(Path(sys.executable).parent / "agentbus-gateway"), "serve", "--port", "1"]
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 60)
+    text = " ".join(output.decode().split())
+    assert process.returncode == 1, text
+    assert "cannot start" in text
+    assert ("did not wrap" if keyring == "another" else "there is no keyring") in text
+    assert "restore the keyring.json" in text
+    assert not (config / "keyring.json").exists() or keyring == "another"  # none was made up

@@ -27,6 +27,7 @@ from agentbus import db
 from agentbus.actions import audit, tenants, tokens, users, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.errors import AgentBusError
+from agentbus.gateway.signing import KeyringMismatch, check_keyring, wrapped_keys
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.keys import load_or_create_keyring
 from agentbus.settings import Settings
@@ -81,7 +82,10 @@ def _run[T](ctx: typer.Context, call: Callable[[Ctx], Awaitable[T]], *, keyring:
         try:
             ring = None
             if keyring:
-                ring = load_or_create_keyring(state.keyring_path or settings.resolved_keyring_path)
+                path = state.keyring_path or settings.resolved_keyring_path
+                async with pool.connection() as conn:
+                    check_keyring(await wrapped_keys(conn), path)
+                ring = load_or_create_keyring(path)
             return await call(Ctx(pool, Actor.operator(), keyring=ring))
         finally:
             await pool.close()
@@ -93,6 +97,9 @@ def _run[T](ctx: typer.Context, call: Callable[[Ctx], Awaitable[T]], *, keyring:
         raise typer.Exit(1) from exc
     except (psycopg.OperationalError, PoolTimeout) as exc:
         console.print(f"[red]database unavailable[/]: {exc}")
+        raise typer.Exit(1) from exc
+    except KeyringMismatch as exc:
+        console.print(f"[red]keyring mismatch[/]: {exc}")
         raise typer.Exit(1) from exc
 
 

@@ -43,11 +43,17 @@ def serve(
     """Run the gateway (embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and
     AGENTBUS_NATS_URL name servers)."""
     from agentbus.gateway.config import GatewaySettings
+    from agentbus.gateway.signing import KeyringMismatch
     from agentbus.serve import serve as run
 
     given = {"host": host, "port": port, "workers": workers, "database_url": database_url}
     settings = GatewaySettings(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]  # pydantic-settings takes field names as keywords
-    raise typer.Exit(run(settings, console.print))
+    try:
+        status = run(settings, console.print)
+    except KeyringMismatch as exc:
+        console.print(f"[red]cannot start[/]: {exc}")
+        raise typer.Exit(1) from exc
+    raise typer.Exit(status)
 
 
 @app.command()

@@ -4,7 +4,9 @@ Before any worker starts, once: the database (the configured one, or the embedde
 with an ``agentbus`` database) is migrated, and NATS is the configured server or the embedded
 one on ``nats_port`` (44222), started if it is not running. The resolved URLs are handed to the
 workers through the environment, where ``GatewaySettings`` reads them; each worker's lifespan
-then opens its pool and connections (and creates the first signing key if there is none).
+then opens its pool and connections (and creates the first signing key if there is none). A
+keyring that did not wrap the database's signing keys stops it before that
+(``signing.KeyringMismatch``), with what to do about it.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ import asyncio
 import os
 from collections.abc import Callable
 
+import psycopg
 from platformkit.http import serve as serve_app
 from platformkit.nats.embedded import EmbeddedNats
 
 from agentbus import db
 from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.signing import check_keyring, wrapped_keys
 
 APP_FACTORY = "agentbus.gateway.app:create_app"
 
@@ -36,11 +40,17 @@ def prepare(
         _secret(settings.app_password), on_progress=lambda s: say(f"applying {s}")
     )
     asyncio.run(migrator.migrate(admin_url))
+    check_keyring(asyncio.run(_wrapped_keys(admin_url)), settings.resolved_keyring_path)
     nats_url = settings.nats_url
     if nats_url is None:
         nats_url = EmbeddedNats(port=settings.nats_port).start()
         say(f"embedded NATS JetStream at {nats_url}")
     return admin_url, nats_url
+
+
+async def _wrapped_keys(admin_url: str) -> list[tuple[str, bytes]]:
+    async with await psycopg.AsyncConnection.connect(admin_url, autocommit=True) as conn:
+        return await wrapped_keys(conn)
 
 
 def serve(settings: GatewaySettings, say: Callable[[str], None] = lambda _line: None) -> int:

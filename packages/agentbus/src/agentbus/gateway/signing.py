@@ -6,6 +6,10 @@ The private half is stored wrapped by the deployment keyring (the platform KEK o
 key cannot be moved to another kid. Keys are created on the owner's side
 (``ensure_signing_key``, through ``create_signing_key()``); the gateway reads them through the
 ``signing_keys_usable`` and ``signing_keys_public`` views.
+
+A database whose keys another keyring wrapped (a lost or replaced keyring.json, another config
+folder on the same database) is ``KeyringMismatch``; ``check_keyring`` finds it before the
+gateway's workers start or the admin CLI wraps anything with the wrong keyring.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from platformkit.crypto import Keyring
+from platformkit.crypto import Keyring, KeyringError
 from platformkit.db.scope import Pool, transaction
 from psycopg import AsyncConnection
+from psycopg.rows import tuple_row
 from wirekit import canonical_json
 
 from agentbus.gateway import ed25519
@@ -28,6 +35,10 @@ from agentbus.ids import new_signing_kid
 _HEADER = struct.Struct(">BI")
 _VERSION = 1
 _NONCE = 12
+
+
+class KeyringMismatch(RuntimeError):
+    """The database's signing keys were wrapped with another deployment keyring."""
 
 
 def _aad(kid: str, kek_id: int) -> bytes:
@@ -54,12 +65,45 @@ def unwrap_private_key(keyring: Keyring, kid: str, wrapped: bytes) -> Ed25519Pri
     if version != _VERSION:
         raise ValueError(f"signing key {kid}: unknown wrapping version {version}")
     nonce = wrapped[_HEADER.size : _HEADER.size + _NONCE]
-    raw = (
-        keyring.get(kek_id)
-        .aead()
-        .decrypt(nonce, wrapped[_HEADER.size + _NONCE :], _aad(kid, kek_id))
-    )
+    try:
+        raw = (
+            keyring.get(kek_id)
+            .aead()
+            .decrypt(nonce, wrapped[_HEADER.size + _NONCE :], _aad(kid, kek_id))
+        )
+    except (InvalidTag, KeyringError) as exc:
+        raise KeyringMismatch(f"signing key {kid} was wrapped with another keyring") from exc
     return Ed25519PrivateKey.from_private_bytes(raw)
+
+
+async def wrapped_keys(conn: AsyncConnection[Any]) -> list[tuple[str, bytes]]:
+    """(kid, wrapped private key) of every usable signing key, for ``check_keyring``."""
+    async with conn.cursor(row_factory=tuple_row) as cur:
+        await cur.execute("SELECT kid, private_key_enc FROM signing_keys_usable")
+        return [(kid, bytes(wrapped)) for kid, wrapped in await cur.fetchall()]
+
+
+def check_keyring(wrapped: list[tuple[str, bytes]], path: Path) -> None:
+    """``KeyringMismatch`` unless the keyring at ``path`` unwraps every key of ``wrapped`` (no
+    keyring file yet is fine while there is no key either)."""
+    if not wrapped:
+        return
+    advice = (
+        "restore the keyring.json the database was set up with (AGENTBUS_KEYRING_PATH or "
+        "AGENTBUS_CONFIG_DIR), or point AGENTBUS_DATABASE_URL at another database"
+    )
+    if not path.exists():
+        raise KeyringMismatch(
+            f"there is no keyring at {path}, but the database's keys need it: {advice}"
+        )
+    keyring = Keyring.load(path)
+    for kid, key in wrapped:
+        try:
+            unwrap_private_key(keyring, kid, key)
+        except KeyringMismatch as exc:
+            raise KeyringMismatch(
+                f"the keyring at {path} did not wrap the database's signing keys: {advice}"
+            ) from exc
 
 
 async def ensure_signing_key(admin_conn: AsyncConnection[Any], keyring: Keyring) -> str | None:
