@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # is to wait forever, and a worker can deadlock while its runtime shuts down; a server that
 # never exits on SIGTERM is worse than one whose stuck worker is killed.
 WORKERS_KILL_TIMEOUT = 10
+
+# Seconds between telling the workers that the server is stopping (the drain pipe) and the
+# signal: granian drops open WebSockets as soon as it stops, so a close frame or a long-poll's
+# answer written in the same instant may not reach the client.
+DRAIN_GRACE_S = 0.5
 
 
 def import_path(target: str | Callable[[], Any]) -> tuple[str, bool]:
@@ -89,10 +95,12 @@ class Server:
             self.drain_pipe.announce()
 
     def stop(self, timeout: float = WORKERS_KILL_TIMEOUT + 10.0) -> int:
-        """Drain, SIGTERM (granian waits for open requests and stops its workers, killing any
-        that hang), then ``kill`` after ``timeout``."""
+        """Drain, SIGTERM after ``DRAIN_GRACE_S`` (granian waits for open requests and stops
+        its workers, killing any that hang), then ``kill`` after ``timeout``."""
         if self.process.poll() is None:
             self.drain()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(DRAIN_GRACE_S)
             self.process.terminate()
             try:
                 self.process.wait(timeout)
@@ -259,7 +267,9 @@ def serve(
             return
         signalled = True
         server.drain()
-        server.process.send_signal(signum)
+        later = threading.Timer(DRAIN_GRACE_S, server.process.send_signal, args=(signum,))
+        later.daemon = True
+        later.start()
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
