@@ -12,9 +12,10 @@ answer to the previous one). Its receiving client long-polls ``GET /v1/inbox`` a
 application-acks each pulled batch with ``POST /v1/inbox/read`` (which records the transport
 ack too); with ``--delivery websocket`` it holds the delivery WebSocket instead, as
 ``agentbus sidecar run`` does by default, and application-acks the deliveries that arrived
-together with one ``POST /v1/inbox/read``, granting their credit again after the answer. A
-message's latency runs from
-the moment it is queued to the answer of the read that acked it. Both clients are the
+together with one ``read`` frame on the socket (so the worker that handed them out also acks
+them in JetStream, as it does for the sidecar's frames), granting their credit again after the
+``result``. A message's latency runs from the moment it is queued to the answer of the read
+that acked it. Both clients are the
 lean keep-alive HTTP/1.1 client of ``benchhttp``, in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
 share of the CPU is the HTTP traffic.
@@ -424,11 +425,14 @@ class Run:
             pulled = _ok(*await client.json("GET", "/v1/inbox?wait_s=2&max=100"))
             deliveries = pulled.get("deliveries") or []
             if deliveries:
-                await self._read(client, deliveries)
+                answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
+                self._read(answer.get("results", []))
 
     async def receive_pushed(self, lane: int, ws: ClientConnection) -> None:
         """The receiver on the delivery WebSocket (``ws``, credit granted): what arrived
-        together is read together, and its credit granted again."""
+        together is read together with a ``read`` frame on the socket, as the sidecar settles
+        (on the worker that handed the copies out, which acks them in JetStream with the
+        read), and its credit granted again."""
         this = self.lanes[lane]
         frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         socket = DeliverySocket(ws, this.receiver.credential, this.url)
@@ -442,16 +446,16 @@ class Run:
                     raise benchhttp.HttpError(f"the delivery WebSocket closed ({ws.close_code})")
                 deliveries = [f for f in batch if f is not None and f.get("type") == "delivery"]
                 if deliveries:
-                    await self._read(this.recv_client, deliveries)
+                    reads = read_all(deliveries)["reads"]
+                    self._read(await socket.settle("read", reads))
                     await ws.send(json.dumps({"type": "credit", "n": len(deliveries)}))
         finally:
             reading.cancel()
 
-    async def _read(self, client: benchhttp.Client, deliveries: list[dict[str, Any]]) -> None:
-        """Application-ack ``deliveries`` in one request; their latencies end at its answer."""
-        answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
+    def _read(self, results: list[dict[str, Any]]) -> None:
+        """The answer to the application ack of some deliveries: their latencies end now."""
         now = time.perf_counter()
-        for item in answer.get("results", []):
+        for item in results:
             started = self.sent_at.pop(str(item.get("msg_id")), None)
             if started is None:
                 continue
