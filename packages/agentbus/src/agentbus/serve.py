@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import psycopg
 from platformkit.http import serve as serve_app
+from platformkit.http.serve import DRAIN_GRACE_S
 from platformkit.nats.embedded import EmbeddedNats
 
 from agentbus import db
@@ -59,4 +60,7 @@ def serve(settings: GatewaySettings, say: Callable[[str], None] = lambda _line: 
     os.environ["AGENTBUS_NATS_URL"] = nats_url
     os.environ["AGENTBUS_CONFIG_DIR"] = str(settings.config_dir)
     say(f"AgentBus gateway on http://{settings.host}:{settings.port}")
-    return serve_app(APP_FACTORY, settings.host, settings.port, settings.workers, factory=True)
+    return serve_app(
+        APP_FACTORY, settings.host, settings.port, settings.workers, factory=True,
+        drain_grace_s=DRAIN_GRACE_S,  # the gateway answers polls and closes sockets on the drain
+    )  # fmt: skip

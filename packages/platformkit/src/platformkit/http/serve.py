@@ -44,8 +44,9 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 WORKERS_KILL_TIMEOUT = 10
 
 # Seconds between telling the workers that the server is stopping (the drain pipe) and the
-# signal: granian drops open WebSockets as soon as it stops, so a close frame or a long-poll's
-# answer written in the same instant may not reach the client.
+# signal, for an app that watches the drain: granian drops open WebSockets as soon as it stops,
+# so a close frame written in the same instant may not reach the client. Other apps pass 0 (the
+# default) and stop at once.
 DRAIN_GRACE_S = 0.5
 
 
@@ -68,6 +69,7 @@ class Server:
     host: str
     port: int
     drain_pipe: DrainPipe | None = None
+    drain_grace_s: float = 0.0
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         """Block until the port accepts connections; raise if granian exits or time runs out."""
@@ -95,12 +97,13 @@ class Server:
             self.drain_pipe.announce()
 
     def stop(self, timeout: float = WORKERS_KILL_TIMEOUT + 10.0) -> int:
-        """Drain, SIGTERM after ``DRAIN_GRACE_S`` (granian waits for open requests and stops
+        """Drain, SIGTERM after ``drain_grace_s`` (granian waits for open requests and stops
         its workers, killing any that hang), then ``kill`` after ``timeout``."""
         if self.process.poll() is None:
             self.drain()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(DRAIN_GRACE_S)
+            if self.drain_grace_s > 0:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(self.drain_grace_s)
             self.process.terminate()
             try:
                 self.process.wait(timeout)
@@ -129,13 +132,16 @@ def start_server(
     backlog: int | None = None,
     backpressure: int | None = None,
     workers_kill_timeout: int = WORKERS_KILL_TIMEOUT,
+    drain_grace_s: float = 0.0,
 ) -> Server:
     """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting.
 
     ``backlog`` is the listen queue, ``backpressure`` the requests one worker serves at once
     (granian's default, backlog / workers, is small for servers whose clients each keep a
     connection open, such as a fleet of polling agents). ``workers_kill_timeout`` bounds how
-    long a worker may take to stop on SIGTERM before granian kills it."""
+    long a worker may take to stop on SIGTERM before granian kills it; ``drain_grace_s`` is how
+    long the workers have between the drain announcement and the signal (``DRAIN_GRACE_S`` for
+    an app that watches it)."""
     path, is_factory = import_path(target)
     runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
     log_config = runtime / "logging.json"
@@ -193,7 +199,7 @@ def start_server(
         drain.started()
         if output is not None:
             output.close()
-    return Server(process, runtime, host, port, drain)
+    return Server(process, runtime, host, port, drain, drain_grace_s)
 
 
 PR_SET_PDEATHSIG = 1  # prctl(2) option, Linux
@@ -230,6 +236,7 @@ def serve(
     proxy_trusted: Sequence[str] = (),
     backlog: int | None = None,
     backpressure: int | None = None,
+    drain_grace_s: float = 0.0,
 ) -> int:
     """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status.
 
@@ -246,6 +253,7 @@ def serve(
         json_logs=json_logs,
         backlog=backlog,
         backpressure=backpressure,
+        drain_grace_s=drain_grace_s,
     )
     front = None
     if proxy_listen is not None:
@@ -267,7 +275,10 @@ def serve(
             return
         signalled = True
         server.drain()
-        later = threading.Timer(DRAIN_GRACE_S, server.process.send_signal, args=(signum,))
+        if drain_grace_s <= 0:
+            server.process.send_signal(signum)
+            return
+        later = threading.Timer(drain_grace_s, server.process.send_signal, args=(signum,))
         later.daemon = True
         later.start()
 
