@@ -192,7 +192,12 @@ async def _gateway(creds: Credentials) -> list[Check]:
         status = "ok" if abs(skew) <= SKEW_WARN_MS else "warn"
         advice = "" if status == "ok" else "; ids and key proofs are corrected, but fix NTP"
         checks.append(
-            Check("clock skew", status, f"gateway clock - local clock = {skew} ms{advice}")
+            Check(
+                "clock skew",
+                status,
+                f"gateway clock - local clock = {skew} ms, to within 500 ms (the Date header "
+                f"has whole seconds){advice}",
+            )
         )
     else:
         checks.append(Check("clock skew", "warn", "the gateway sent no Date header"))
