@@ -2,11 +2,11 @@
 left of the bucket it took from (``RateLimit-*``); a caller past its bucket gets AB-5008 with
 ``Retry-After``, and only that caller; sends say what is left of the sender's own bucket; a
 delivery WebSocket past the agent's bucket closes 4429. Bursts are made small here
-(``RULES``) so that a few requests use them up."""
+(``RULES``) so that a few requests use them up, and the buckets' clock stands still unless a
+test moves it, so that no token comes back while a slow machine runs the requests."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import httpx
@@ -24,6 +24,21 @@ from agentbus.gateway.testkit import (
     post_signed,
 )
 from fastapi import FastAPI
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(gateway: Gateway, monkeypatch: pytest.MonkeyPatch) -> Clock:
+    frozen = Clock()
+    monkeypatch.setattr(gateway.request_limits, "clock", frozen)
+    return frozen
 
 
 @pytest.fixture
@@ -45,7 +60,7 @@ def _quota(reply: httpx.Response) -> tuple[int, int, int]:
 
 
 async def test_agent_requests_count_against_the_agents_bucket(
-    gateway_client: httpx.AsyncClient, world: World
+    gateway_client: httpx.AsyncClient, world: World, clock: Clock
 ) -> None:
     bob = await enroll(gateway_client, world, "bob")
     first = await gateway_client.get("/v1/inbox", params={"wait_s": 0}, headers=bob.headers())
@@ -62,6 +77,7 @@ async def test_a_token_past_its_burst_gets_ab_5008_and_another_token_does_not(
     gateway_client: httpx.AsyncClient,
     world: World,
     monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
     monkeypatch.setitem(request_limits.RULES, Kind.MANAGEMENT, (600, 3))
     other = await make_world(gateway, "globex")
@@ -79,13 +95,13 @@ async def test_a_token_past_its_burst_gets_ab_5008_and_another_token_does_not(
     assert _quota(refused)[:2] == (3, 0)
     elsewhere = await gateway_client.get("/v1/workspaces", headers=_bearer(other.token))
     assert elsewhere.status_code == 200
-    await asyncio.sleep(problem["retry_after_ms"] / 1000 + 0.05)
+    clock.now += problem["retry_after_ms"] / 1000
     again = await gateway_client.get("/v1/workspaces", headers=_bearer(world.token))
     assert again.status_code == 200
 
 
 async def test_registration_and_credentials_have_buckets_of_their_own(
-    gateway_client: httpx.AsyncClient, world: World, monkeypatch: pytest.MonkeyPatch
+    gateway_client: httpx.AsyncClient, world: World, monkeypatch: pytest.MonkeyPatch, clock: Clock
 ) -> None:
     monkeypatch.setitem(request_limits.RULES, Kind.REGISTRATION, (60, 2))
     monkeypatch.setitem(request_limits.RULES, Kind.CREDENTIALS, (30, 3))
@@ -139,6 +155,7 @@ async def test_a_delivery_websocket_past_the_agents_bucket_closes_4429(
     gateway_client: httpx.AsyncClient,
     world: World,
     monkeypatch: pytest.MonkeyPatch,
+    clock: Clock,
 ) -> None:
     monkeypatch.setitem(request_limits.RULES, Kind.AGENT, (3000, 1))
     bob = await enroll(gateway_client, world, "bob")
