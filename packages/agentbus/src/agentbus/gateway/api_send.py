@@ -45,9 +45,14 @@ async def read_send_body(request: Request) -> bytes:
     return await read_capped(request, SEND_BODY_MAX)
 
 
-def send_response(gw: Gateway, principal: AgentPrincipal, result: SendResult) -> FastJSONResponse:
+def _quota_headers(gw: Gateway, principal: AgentPrincipal) -> dict[str, str]:
+    """The ``RateLimit-*`` headers of the sender's bucket, once the gateway knows its rate."""
     quota = gw.limits.quota(principal.tenant_id, principal.agent_id)
-    headers = (quota.headers() if quota else {}) | dict(result.headers or {})
+    return quota.headers() if quota else {}
+
+
+def send_response(gw: Gateway, principal: AgentPrincipal, result: SendResult) -> FastJSONResponse:
+    headers = _quota_headers(gw, principal) | result.headers
     return FastJSONResponse(result.body, status_code=result.status, headers=headers)
 
 
@@ -76,10 +81,9 @@ async def post_batch(request: Request) -> Response:
     envelopes = parse_batch_body(raw, request.headers.get("content-type"))
     answers = await send_batch(gw, principal, envelopes)
     instance = request.url.path
-    quota = gw.limits.quota(principal.tenant_id, principal.agent_id)
     return FastJSONResponse(
         {"results": [_item(answer, instance) for answer in answers]},
-        headers=quota.headers() if quota else None,
+        headers=_quota_headers(gw, principal),
     )
 
 

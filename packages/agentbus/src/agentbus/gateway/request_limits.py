@@ -31,7 +31,15 @@ from starlette.requests import HTTPConnection
 from agentbus.gateway import limits
 from agentbus.gateway.errors import ApiRateLimited
 
-__all__ = ["STATE_KEY", "Kind", "Quota", "RequestLimits", "note_quota"]
+__all__ = [
+    "STATE_KEY",
+    "Kind",
+    "Quota",
+    "RequestLimits",
+    "note_quota",
+    "quota_of",
+    "retry_data",
+]
 
 MAX_KEYS = 100_000
 STATE_KEY = "agentbus.ratelimit"
@@ -73,9 +81,12 @@ def quota_of(bucket: limits.Bucket, per_minute: int, capacity: int) -> Quota:
     return Quota(capacity, math.floor(bucket.tokens), reset)
 
 
-def retry_data(seconds: float, quota: Quota) -> dict[str, Any]:
-    """The headers and ``retry_after_ms`` of a 429 (04 §1.6)."""
-    headers = quota.headers() | {"Retry-After": str(limits.retry_after_header(seconds))}
+def retry_data(seconds: float, quota: Quota | None = None) -> dict[str, Any]:
+    """The headers (``Retry-After``, and the bucket's ``RateLimit-*`` when there is one) and
+    ``retry_after_ms`` of a 429 (04 §1.6)."""
+    headers = (quota.headers() if quota else {}) | {
+        "Retry-After": str(limits.retry_after_header(seconds))
+    }
     return {"headers": headers, "retry_after_ms": math.ceil(seconds * 1000)}
 
 

@@ -15,7 +15,6 @@ answers ``Retry-After: 10``; AB-5005 (507) carries no ``Retry-After``.
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -38,14 +37,6 @@ BACKLOG_RETRY_S = 10.0
 
 def _limit(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _retry(seconds: float) -> dict[str, Any]:
-    """The ``Retry-After`` header and ``retry_after_ms`` member of a 429 (04 §1.6)."""
-    return {
-        "headers": {"Retry-After": str(limits.retry_after_header(seconds))},
-        "retry_after_ms": math.ceil(seconds * 1000),
-    }
 
 
 class SendLimits:
@@ -117,7 +108,7 @@ class SendLimits:
             if count is not None and limits.backlog_full(count, backlog):
                 raise RecipientBacklogFull(
                     f"the recipient has {count} messages pending (limit {backlog})",
-                    **_retry(BACKLOG_RETRY_S),
+                    **retry_data(BACKLOG_RETRY_S),
                 )
         size = _limit(plan.get("stream_bytes"))
         if size is not None:
