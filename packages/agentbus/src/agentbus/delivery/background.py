@@ -1,5 +1,6 @@
 """Delivery's part of the gateway lifespan: the task rules on the send path, the delivery
-service (ended open connections when the server announces its stop), and (when the gateway
+service (ended open connections when the server announces its stop, and the answers to other
+processes' reads of copies handed out here, ``handoff``), and (when the gateway
 runs background work) the loops ``messages.expire``,
 ``dlq.sweep`` and ``tasks.expire`` and the ``dlq-worker`` advisory consumer."""
 
@@ -13,6 +14,7 @@ from typing import Any
 from platformkit.http import drain
 from platformkit.jobs import LeaderLoop
 
+from agentbus.delivery import handoff
 from agentbus.delivery.dlq import DeadLetterWorker
 from agentbus.delivery.service import build_service
 from agentbus.delivery.sweeper import sweeper_loops
@@ -39,7 +41,8 @@ async def background(app: Any) -> AsyncIterator[None]:
             await loop.start()
         await worker.start()
     try:
-        yield
+        async with handoff.listening(service):
+            yield
     finally:
         if unwatch is not None:
             unwatch()

@@ -20,7 +20,7 @@ from typing import Any
 from platformkit.db.scope import Conn
 
 from agentbus.db import pipelined_transaction
-from agentbus.delivery import jetstream, notices, outcomes, store
+from agentbus.delivery import handoff, jetstream, notices, outcomes, store
 from agentbus.delivery.domain import REJECTED_BY_RECIPIENT, TERMINAL, Status, default_nak_delay_ms
 from agentbus.delivery.notices import Notes
 from agentbus.delivery.service import DeliveryService, nats_client
@@ -66,14 +66,15 @@ async def _run(
     items: list[Item],
     one: Callable[[Conn, Item, Row, Notes], Awaitable[Outcome | None]],
     many: Batch | None = None,
-) -> tuple[Results, list[tuple[str, AckSubject, int]]]:
+) -> tuple[Results, list[tuple[str, Item]]]:
     """``one(conn, item, row, notes)`` -> (result, JetStream verb or None) per valid item, or
     None to leave the item to ``many``, which settles all those items together (one statement)
     after the others. Rows are locked in id order (two batches never deadlock); with a
     repeated id each item is settled at once instead, so the next copy sees the change.
-    Results keep the request's order; status notifications are published after the commit."""
+    Results keep the request's order; status notifications are published after the commit.
+    The JetStream verbs come back with their items, for ``_settle`` after the commit."""
     results: list[dict[str, Any] | None] = [None] * len(items)
-    settles: list[tuple[str, AckSubject, int]] = []
+    settles: list[tuple[str, Item]] = []
     notes: Notes = []
     order = sorted(range(len(items)), key=lambda i: (items[i].msg_id or uuid.UUID(int=0)).bytes)
     ids = [i.msg_id for i in items if i.msg_id is not None]
@@ -83,8 +84,8 @@ async def _run(
     def answer(index: int, outcome: Outcome) -> None:
         item = items[index]
         results[index], verb = outcome
-        if verb is not None and item.subject is not None:
-            settles.append((verb, item.subject, item.delay_ms or 0))
+        if verb is not None:
+            settles.append((verb, item))
 
     async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
         locked = await store.lock_many(conn, who.tenant_id, who.agent_id, ids) if distinct else {}
@@ -114,18 +115,26 @@ async def _run(
     return [r for r in results if r is not None], settles
 
 
-async def _settle(svc: DeliveryService, settles: list[tuple[str, AckSubject, int]]) -> None:
+async def _settle(
+    svc: DeliveryService, who: AgentPrincipal, settles: list[tuple[str, Item]]
+) -> None:
     """Settle the JetStream copies after the commit, each one a publish on the gateway's
     connection without waiting for JetStream's reply: a lost one costs a redelivery after
-    AckWait, which triage drops."""
+    AckWait, which triage drops. A copy whose ack subject is not known here (a read of a copy
+    another process handed out) is acked by that process (``handoff``)."""
     if not settles:
         return
     try:
         nc = nats_client(svc.gateway.broker)
     except Exception:
         return  # PostgreSQL holds every fact; AckWait and triage do the rest
-    for verb, subject, delay_ms in settles:
-        await jetstream.settle_quietly(nc, subject.reply, verb, delay_ms)
+    elsewhere: list[uuid.UUID] = []
+    for verb, item in settles:
+        if item.subject is not None:
+            await jetstream.settle_quietly(nc, item.subject.reply, verb, item.delay_ms or 0)
+        elif verb == "ack" and item.msg_id is not None:
+            elsewhere.append(item.msg_id)
+    await handoff.ask_others(svc, who.tenant_id, who.agent_id, elsewhere)
 
 
 def _settled(row: Row) -> bool:
@@ -162,7 +171,7 @@ async def ack(svc: DeliveryService, who: AgentPrincipal, items: list[Item]) -> R
         ]
 
     results, settles = await _run(svc, who, items, one, many)
-    await _settle(svc, settles)
+    await _settle(svc, who, settles)
     return results
 
 
@@ -180,7 +189,7 @@ async def nak(svc: DeliveryService, who: AgentPrincipal, items: list[Item]) -> R
         return result(item.text_id, "ok", row["status"]), "nak"
 
     results, settles = await _run(svc, who, items, one)
-    await _settle(svc, settles)
+    await _settle(svc, who, settles)
     return results
 
 
@@ -200,7 +209,7 @@ async def term(
         return result(item.text_id, "terminal", row["status"]), "term"
 
     results, settles = await _run(svc, who, items, one)
-    await _settle(svc, settles)
+    await _settle(svc, who, settles)
     return results
 
 
@@ -233,7 +242,8 @@ async def read(
                 answers.append((result(item.text_id, "terminal", row["status"]), None))
                 continue
             # fetched -> read fills the transport ack: settle the JetStream copy too (after the
-            # commit), when this process handed it out, instead of leaving it to AckWait.
+            # commit), here or by the process that handed it out, instead of leaving it to
+            # AckWait.
             verb = "ack" if row["status"] == Status.FETCHED else None
             answers.append((result(item.text_id, "ok", Status.READ.value), verb))
         return answers
@@ -245,5 +255,5 @@ async def read(
                 with contextlib.suppress(InvalidAckToken):
                     item.subject = parse_ack_subject(reply)
     results, settles = await _run(svc, who, items, one, many)
-    await _settle(svc, settles)
+    await _settle(svc, who, settles)
     return results
