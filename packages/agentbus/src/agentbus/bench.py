@@ -322,8 +322,9 @@ async def make_tenant(database_url: str, keyring: Path) -> tuple[uuid.UUID, str]
         await pool.close()
 
 
-async def enroll(client: httpx.AsyncClient, token: str, name: str) -> Agent:
-    agent = Agent(f"agent://{SLUG}/main/{name}", generate_key())
+async def enroll(client: httpx.AsyncClient, token: str, name: str, tenant: str = SLUG) -> Agent:
+    """Register ``name`` in workspace ``main`` of ``tenant`` and issue its credential."""
+    agent = Agent(f"agent://{tenant}/main/{name}", generate_key())
     bearer = {"Authorization": f"Bearer {token}"}
     body = {"workspace": "main", "name": name, "public_key": public_key_b64url(agent.key),
             "proof": key_proof(agent.key, agent.address, datetime.now(UTC))}  # fmt: skip

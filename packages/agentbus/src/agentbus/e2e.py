@@ -83,6 +83,7 @@ class Stack:
     database_url: str
     nats: EmbeddedNats
     port: int = field(default_factory=free_port)
+    workers: int = 1
     process: asyncio.subprocess.Process | None = None
     starts: int = 0
 
@@ -112,6 +113,7 @@ class Stack:
         with (self.root / f"gateway-{self.starts}.log").open("wb") as log:
             self.process = await asyncio.create_subprocess_exec(
                 str(BIN / "agentbus-gateway"), "serve", "--port", str(self.port),
+                "--workers", str(self.workers),
                 env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         process = self.process
@@ -301,11 +303,14 @@ class World:
 
 
 @contextlib.asynccontextmanager
-async def open_stack(agentbus_db: str, root: Path) -> AsyncIterator[tuple[Stack, str]]:
-    """NATS, the tenant and the gateway; with the tenant's bootstrap token. Stopped at the end."""
+async def open_stack(
+    agentbus_db: str, root: Path, workers: int = 1
+) -> AsyncIterator[tuple[Stack, str]]:
+    """NATS, the tenant and the gateway (with ``workers`` granian workers); with the tenant's
+    bootstrap token. Stopped at the end."""
     nats = EmbeddedNats(store_dir=root / "nats", port=free_port())
     await asyncio.to_thread(nats.start)
-    stack = Stack(root, agentbus_db, nats)
+    stack = Stack(root, agentbus_db, nats, workers=workers)
     try:
         token = await stack.make_tenant()  # creates the keyring the gateway will load
         await stack.start_gateway()
