@@ -35,9 +35,9 @@ def _secret(value: object) -> str | None:
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port [default: 7900].")] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (default: 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default: 7900).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: 1).")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Run the gateway (embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and

@@ -26,7 +26,7 @@ register_fleet(app)  # explain, simulate telegraf, bench fleet
 DatabaseUrl = Annotated[
     str | None,
     typer.Option(
-        help="Administrative URL [default: the embedded server].", envvar="STRATAPLANE_DATABASE_URL"
+        help="Administrative URL (default: the embedded server).", envvar="STRATAPLANE_DATABASE_URL"
     ),
 ]
 
@@ -75,9 +75,9 @@ def schema_doc(
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
-    port: Annotated[int | None, typer.Option(help="Listen port [default: 7800].")] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (default: 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (default: 7800).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: 1).")] = None,
     agent_proxy_listen: Annotated[
         str | None,
         typer.Option(
@@ -142,7 +142,7 @@ def create_admin(
     password: Annotated[
         str, typer.Option(prompt=True, hide_input=True, envvar="STRATAPLANE_ADMIN_PASSWORD")
     ],
-    display_name: Annotated[str | None, typer.Option(help="[default: the username]")] = None,
+    display_name: Annotated[str | None, typer.Option(help="(default: the username)")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
     """Create a local platform admin (who then logs in and creates tenants)."""

@@ -63,7 +63,7 @@ def explain(
 @simulate_app.command("telegraf")
 def simulate_telegraf(
     url: Annotated[str, typer.Option(help="Base URL of the server.")],
-    credentials: Annotated[Path, typer.Option(help="JSON [[instance_id, spt_token], ...].")],
+    credentials: Annotated[Path, typer.Option(help="JSON \\[\\[instance_id, spt_token], ...].")],
     agents: Annotated[int, typer.Option(help="Instances to run (first N credentials).")] = 0,
     watch_interval: Annotated[float, typer.Option(help="--config-url-watch-interval, s.")] = 10.0,
     duration: Annotated[float, typer.Option(help="Seconds to run.")] = 60.0,

@@ -172,7 +172,7 @@ cs_app = typer.Typer(
 spec_app = typer.Typer(help="The spec's history: log, diff, show, revert.", no_args_is_help=True)
 Ref = Annotated[str, typer.Argument(help="Change set: number (12, CS-12) or id.")]
 IfMatch = Annotated[
-    str | None, typer.Option("--if-match", help="The digest you saw [default: the current one].")
+    str | None, typer.Option("--if-match", help="The digest you saw (default: the current one).")
 ]
 
 
@@ -388,7 +388,7 @@ def spec_diff(
 @spec_app.command("show")
 def spec_show(
     ctx: typer.Context,
-    revision: Annotated[int | None, typer.Argument(help="rN [default: the latest].")] = None,
+    revision: Annotated[int | None, typer.Argument(help="rN (default: the latest).")] = None,
     path: Annotated[str | None, typer.Argument(help="A file to print.")] = None,
 ) -> None:
     """A revision's files, or one file's content at it."""

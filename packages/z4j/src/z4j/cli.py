@@ -39,9 +39,9 @@ def migrate(
 
 @app.command()
 def serve(
-    host: Annotated[str | None, typer.Option(help="Listen address [default: 127.0.0.1].")] = None,
-    port: Annotated[int | None, typer.Option(help="Listen port [default: 7700].")] = None,
-    workers: Annotated[int | None, typer.Option(help="Worker processes [default: 1].")] = None,
+    host: Annotated[str | None, typer.Option(help="Listen address (default: 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Listen port (default: 7700).")] = None,
+    workers: Annotated[int | None, typer.Option(help="Worker processes (default: 1).")] = None,
     admin_email: Annotated[
         str | None, typer.Option(help="Create this first admin.", envvar="Z4J_ADMIN_EMAIL")
     ] = None,
@@ -129,7 +129,7 @@ def audit_verify(
     database_url: Annotated[
         str | None,
         typer.Option(
-            help="Administrative URL [default: the embedded server].", envvar="Z4J_DATABASE_URL"
+            help="Administrative URL (default: the embedded server).", envvar="Z4J_DATABASE_URL"
         ),
     ] = None,
 ) -> None:

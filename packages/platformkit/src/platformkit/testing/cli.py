@@ -1,0 +1,39 @@
+"""A check for Typer command-line apps: help texts that rich, which renders Typer's help,
+would print differently from how they were written. Rich reads square brackets as markup,
+so ``"Listen port [default: 7700]."`` prints as ``"Listen port ."``; write ``(default: ...)``,
+or escape the bracket as ``\\[``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import typer
+from rich.errors import MarkupError
+from rich.markup import render
+
+
+def _texts(command: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(where, text) of a command, its parameters and its subcommands (Typer's groups are
+    click groups by shape, not by class)."""
+    yield path, command.help or ""
+    for param in command.params:
+        yield f"{path} {param.name}", getattr(param, "help", None) or ""
+    for name, sub in (getattr(command, "commands", None) or {}).items():
+        yield from _texts(sub, f"{path} {name}")
+
+
+def mangled_help(app: typer.Typer) -> list[str]:
+    """``"<command path> [<param>]: <text>"`` for every help text of ``app`` that rich would
+    not print as written."""
+    found = []
+    for where, text in _texts(typer.main.get_command(app), "app"):
+        if not text:
+            continue
+        try:
+            printed = render(text).plain
+        except MarkupError:
+            printed = None
+        if printed != text.replace("\\[", "["):
+            found.append(f"{where}: {text!r}")
+    return found
