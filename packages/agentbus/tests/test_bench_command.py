@@ -1,10 +1,16 @@
 """``agentbus-gateway bench`` end to end on a small load, against the PostgreSQL server and
 NATS it is given: a gateway process, two lanes, a few lone rounds, every message acked, every
-line of the output, and neither the bench database nor the bench tenant's stream left behind."""
+line of the output, and neither the bench database nor the bench tenant's stream left behind,
+also when the command is stopped by SIGTERM in the middle of a run."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -106,3 +112,30 @@ async def test_bench_over_the_delivery_websocket(
 def test_bench_refuses_an_unknown_delivery() -> None:
     with pytest.raises(ValueError, match="long-poll, websocket"):
         bench.bench(1, 1, delivery="pigeon")
+
+
+async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(
+    pg_admin_url: str, nats_url: str, tmp_path: Path
+) -> None:
+    streams_before = set(await _stream_names(nats_url))
+    command = [
+        str(Path(sys.executable).parent / "agentbus-gateway"), "bench", "--messages", "100000",
+        "--warmup", "0", "--no-raw", "--database-url", pg_admin_url, "--nats-url", nats_url,
+    ]  # fmt: skip
+    log = (tmp_path / "bench.log").open("wb")
+    process = await asyncio.create_subprocess_exec(*command, stdout=subprocess.PIPE, stderr=log)
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 120)
+        assert json.loads(first)["bench"] == "host", (tmp_path / "bench.log").read_text()
+        assert len(_bench_databases(pg_admin_url)) == 1  # the paced run is under way
+        process.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(process.wait(), 60)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+        log.close()
+    assert process.returncode != 0
+    assert _bench_databases(pg_admin_url) == []
+    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}

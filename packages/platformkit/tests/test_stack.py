@@ -1,4 +1,5 @@
-"""``stack up``, the README's bring-up command: every installed system answers, Ctrl-C stops all."""
+"""``stack up``, the README's bring-up command: every installed system answers, and Ctrl-C in its
+terminal or SIGTERM to the command alone (``kill``, ``timeout``, a service manager) stops all."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import httpx
+import pytest
 from platformkit.testing.services import free_port
 
 PORT_VARIABLES = {"z4j": "Z4J_PORT", "strataplane": "STRATAPLANE_PORT", "agentbus": "AGENTBUS_PORT"}
@@ -23,7 +25,8 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path, stop: str) -> None:
     systems = sorted(ep.name for ep in entry_points(group="platformkit.services"))
     ports = {name: free_port() for name in systems}
     env = {
@@ -54,7 +57,10 @@ def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path) -> None:
         assert not waiting, (
             f"not healthy: {waiting}\n{(tmp_path / 'stack.log').read_text()[-3000:]}"
         )
-        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+        if stop == "ctrl-c":
+            os.killpg(proc.pid, signal.SIGINT)  # the terminal signals its whole process group
+        else:
+            proc.send_signal(signal.SIGTERM)  # the servers run in their own process groups
         proc.wait(timeout=60)
         for port in ports.values():
             assert not _healthy(f"http://127.0.0.1:{port}/healthz")

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import psycopg
 import typer
 from platformkit.db.migrator import MigrationError
+from platformkit.stopping import stop_like_ctrl_c
 from rich.console import Console
 
 from agentbus import admin_cli, db
@@ -196,6 +197,7 @@ app.add_typer(admin_cli.app, name="admin")
 
 
 def main() -> None:
+    stop_like_ctrl_c()
     app()
 
 

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from platformkit.db.server import embedded_from_env
 from platformkit.nats.embedded import nats_from_env
+from platformkit.stopping import stop_like_ctrl_c
 
 app = typer.Typer(help="Run the control planes together on one machine.", no_args_is_help=True)
 console = Console()
@@ -108,6 +109,7 @@ def status() -> None:
 
 
 def main() -> None:
+    stop_like_ctrl_c()
     app(sys.argv[1:])
 
 

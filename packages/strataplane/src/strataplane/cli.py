@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from platformkit.http.proxy_front import upstream_host
+from platformkit.stopping import stop_like_ctrl_c
 from rich.console import Console
 
 from strataplane import cli_spec, db
@@ -192,6 +193,7 @@ def stack_command() -> list[str]:
 
 
 def main() -> None:
+    stop_like_ctrl_c()
     app()
 
 

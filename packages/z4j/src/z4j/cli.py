@@ -8,6 +8,7 @@ import sys
 from typing import Annotated
 
 import typer
+from platformkit.stopping import stop_like_ctrl_c
 from rich.console import Console
 
 from z4j import db
@@ -181,6 +182,7 @@ def stack_command() -> list[str]:
 
 
 def main() -> None:
+    stop_like_ctrl_c()
     app()
 
 
