@@ -3,7 +3,8 @@ scope. Every status change names the statuses it may start from (``domain.source
 handlers can never move a message backwards; callers learn from the ids returned who won.
 
 Lookups by id are bounded below by the id's time minus 5 minutes (``accepted_at >= id time -
-5 min``, conventions §1.3), which prunes partitions through ``messages_id_uq``. Statements for
+5 min``, conventions §1.3) and above by a day after the transaction's start
+(``messages.ACCEPTED_BEFORE``), which prunes partitions through ``messages_id_uq``. Statements for
 a batch reach messages one id at a time by index (a lateral lookup per id; writes then by
 TID), so their cost follows the batch and not the table, with or without the planner's
 statistics.
@@ -19,6 +20,7 @@ from typing import Any
 from platformkit.db.scope import Conn
 
 from agentbus.delivery.domain import Status, sources
+from agentbus.gateway.store.messages import ACCEPTED_BEFORE
 from agentbus.gateway.wire import accepted_since
 
 Row = dict[str, Any]
@@ -38,7 +40,7 @@ _BY_IDS = f"""SELECT {_COLUMNS}
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %(t)s AND m0.id = k.id AND m0.accepted_at >= k.since
-           AND m0.to_agent_id = %(agent)s
+           AND m0.accepted_at < {ACCEPTED_BEFORE} AND m0.to_agent_id = %(agent)s
         OFFSET 0{{lock}}) AS m
     LEFT JOIN LATERAL (
         SELECT * FROM delivery_state d0 WHERE d0.msg_id = m.id AND d0.agent_id = %(agent)s

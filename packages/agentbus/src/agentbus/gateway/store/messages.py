@@ -25,6 +25,12 @@ _COLUMNS = "m.*, a.address AS from_address, r.inbox_subject AS to_subject"
 _ADDRESSES = """JOIN agents a ON a.tenant_id = m.tenant_id AND a.id = m.from_agent_id
     LEFT JOIN agents r ON r.tenant_id = m.tenant_id AND r.id = m.to_agent_id"""
 SELECT = f"SELECT {_COLUMNS} FROM messages m {_ADDRESSES}"
+# The upper bound of a lookup by id, beside the id's lower one (``accepted_since``): no row was
+# accepted later than a day after the looking transaction began (a day is far longer than any
+# transaction lives), and ``now()`` is fixed for the statement, so PostgreSQL drops the
+# partitions created ahead (three months of them, all empty) when the statement starts instead
+# of probing each of them once per id.
+ACCEPTED_BEFORE = "now() + interval '1 day'"
 # Several ids: one index probe per id (the subquery, kept apart by OFFSET 0, runs for each),
 # so the plan cannot become a scan of the tenant's recent rows whatever the statistics say.
 # The arrays travel in binary (``%b``, as in delivery/store.py).
@@ -33,6 +39,7 @@ _BY_IDS = f"""SELECT {_COLUMNS}
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %s AND m0.id = k.id AND m0.accepted_at >= k.since
+           AND m0.accepted_at < {ACCEPTED_BEFORE}
         OFFSET 0) AS m
     {_ADDRESSES}"""
 
@@ -97,7 +104,8 @@ async def claim_ids(
 
 async def find_message(conn: Conn, tenant_id: uuid.UUID, msg_id: uuid.UUID) -> Row | None:
     cur = await conn.execute(
-        f"{SELECT} WHERE m.tenant_id = %s AND m.id = %s AND m.accepted_at >= %s",
+        f"""{SELECT} WHERE m.tenant_id = %s AND m.id = %s
+              AND m.accepted_at >= %s AND m.accepted_at < {ACCEPTED_BEFORE}""",
         (tenant_id, msg_id, accepted_since(msg_id)),
     )
     return await cur.fetchone()
