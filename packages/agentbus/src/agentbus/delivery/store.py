@@ -3,11 +3,11 @@ scope. Every status change names the statuses it may start from (``domain.source
 handlers can never move a message backwards; callers learn from the ids returned who won.
 
 Lookups by id are bounded below by the id's time minus 5 minutes (``accepted_at >= id time -
-5 min``, conventions §1.3) and above by a day after the transaction's start
-(``messages.ACCEPTED_BEFORE``), which prunes partitions through ``messages_id_uq``. Statements for
-a batch reach messages one id at a time by index (a lateral lookup per id; writes then by
-TID), so their cost follows the batch and not the table, with or without the planner's
-statistics.
+5 min``, conventions §1.3), and those that lock nothing also above, by a day after the
+transaction's start (``messages.ACCEPTED_BEFORE``), which prunes partitions through
+``messages_id_uq``. Statements for a batch reach messages one id at a time by index (a lateral
+lookup per id; writes then by TID), so their cost follows the batch and not the table, with or
+without the planner's statistics.
 """
 
 from __future__ import annotations
@@ -35,16 +35,23 @@ _COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status
 # the tenant's recent rows or of delivery_state. Arrays travel in binary (``%(...)b``): psycopg
 # builds a text array in Python element by element (1.8 µs per uuid, 3.3 per timestamp here),
 # a binary one for a fraction of that.
+#
+# Only the plain lookup carries the upper bound: PostgreSQL 18.6 crashed (a segmentation fault
+# of the backend, and with it a restart of the whole server) running a row-locking lateral
+# lookup with that bound inside ``record_receipts``, under the two-worker benchmark, where such
+# a lock waits for rows another transaction is changing. Statements that lock rows stay
+# bounded below only.
 _BY_IDS = f"""SELECT {_COLUMNS}
     FROM unnest(%(ids)b::uuid[], %(since)b::timestamptz[]) AS k(id, since)
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %(t)s AND m0.id = k.id AND m0.accepted_at >= k.since
-           AND m0.accepted_at < {ACCEPTED_BEFORE} AND m0.to_agent_id = %(agent)s
+           AND m0.to_agent_id = %(agent)s{{before}}
         OFFSET 0{{lock}}) AS m
     LEFT JOIN LATERAL (
         SELECT * FROM delivery_state d0 WHERE d0.msg_id = m.id AND d0.agent_id = %(agent)s
         OFFSET 0) AS d ON true"""
+_BEFORE = f" AND m0.accepted_at < {ACCEPTED_BEFORE}"
 
 
 # Batch updates reach each row through its full key: the rows are locked first, one index probe
@@ -100,7 +107,9 @@ async def load(
     """Messages to ``agent_id`` by id, with that agent's delivery_state columns."""
     if not ids:
         return {}
-    cur = await conn.execute(_BY_IDS.format(lock=""), _by_ids(tenant_id, agent_id, ids))
+    cur = await conn.execute(
+        _BY_IDS.format(lock="", before=_BEFORE), _by_ids(tenant_id, agent_id, ids)
+    )
     return {row["id"]: row for row in await cur.fetchall()}
 
 
@@ -130,7 +139,7 @@ async def lock_many(
     if not ids:
         return {}
     cur = await conn.execute(
-        _BY_IDS.format(lock=" FOR UPDATE"), _by_ids(tenant_id, agent_id, sorted(ids))
+        _BY_IDS.format(lock=" FOR UPDATE", before=""), _by_ids(tenant_id, agent_id, sorted(ids))
     )
     return {row["id"]: row for row in await cur.fetchall()}
 

@@ -29,7 +29,8 @@ SELECT = f"SELECT {_COLUMNS} FROM messages m {_ADDRESSES}"
 # accepted later than a day after the looking transaction began (a day is far longer than any
 # transaction lives), and ``now()`` is fixed for the statement, so PostgreSQL drops the
 # partitions created ahead (three months of them, all empty) when the statement starts instead
-# of probing each of them once per id.
+# of probing each of them once per id. Only for statements that lock no rows (delivery/store.py
+# says why).
 ACCEPTED_BEFORE = "now() + interval '1 day'"
 # Several ids: one index probe per id (the subquery, kept apart by OFFSET 0, runs for each),
 # so the plan cannot become a scan of the tenant's recent rows whatever the statistics say.
