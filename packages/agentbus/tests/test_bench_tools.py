@@ -1,16 +1,18 @@
 """The benchmark's own tools: the lean HTTP client keeps its connections alive and reads
 ``Content-Length`` bodies; the CPU meter counts a process tree, including children that have
 already ended, and reports milliseconds per message; the host probe finds the stretches in
-which the machine's CPU ran slow."""
+which the machine's CPU ran slow; a failed run shows the gateway's last logged errors."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from agentbus import benchhost, benchhttp
+from agentbus import bench, benchhost, benchhttp
 from agentbus.benchcpu import CpuMeter
 from hypothesis import given
 from hypothesis import strategies as st
@@ -115,3 +117,27 @@ def test_host_probe_runs_for_about_its_time() -> None:
     found = benchhost.probe(0.3)
     assert 0.25 <= found.seconds <= 1.0
     assert found.median_piece_ms > 0
+
+
+def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.log"
+    assert bench.gateway_errors(log) == []  # the gateway never started
+    lost = (
+        "Traceback (most recent call last):\n  File x\n    raise exc\n"
+        "psycopg.OperationalError: server closed the connection\n\tThis probably means\n"
+    )
+    entries = [
+        {"level": "info", "msg": "GET /v1/inbox 200"},
+        {"level": "error", "msg": "unhandled error in POST /v1/inbox/read", "exc": lost},
+        {"level": "error", "msg": "unhandled error in GET /v1/inbox"},
+        {"level": "warning", "msg": "discarding closed connection"},
+        {"level": "error", "msg": "unhandled error in POST /v1/inbox/read", "exc": lost},
+    ]
+    lines = [json.dumps(entry) for entry in entries]
+    log.write_text("\n".join(["not json", *lines, '"a string"']) + "\n")
+    read = (
+        "unhandled error in POST /v1/inbox/read | psycopg.OperationalError: server closed the"
+        " connection This probably means"
+    )
+    assert bench.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
+    assert bench.gateway_errors(log, last=1) == [read]

@@ -31,7 +31,9 @@ stays meaningful when other work shares the machine and the wall-clock figures d
 ``--lone-rounds N`` a line for N messages sent one at a time comes before the runs, with each
 request's CPU per service (``benchlone``). Then one line per mode puts the gateway beside the
 raw JetStream ceiling, and the last line compares the gateway runs with the goals (p50 < 5 ms
-and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced).
+and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced). A run that fails ends with its
+first failure and, on standard error, the gateway's last logged errors (``gateway_errors``),
+since the gateway's log goes with the throwaway directory.
 """
 
 from __future__ import annotations
@@ -510,8 +512,8 @@ class GatewayBench:
         finally:
             for worker in workers:
                 worker.cancel()
-                with suppress(asyncio.CancelledError):
-                    await worker
+            # Every worker's end is collected here; ``_until`` raised the first failure.
+            await asyncio.gather(*workers, return_exceptions=True)
         return result
 
 
@@ -681,5 +683,33 @@ def bench(
             dep.start_services()
             work = Workload(messages, rate, warmup, lanes, raw, lone, delivery)
             asyncio.run(run_bench(dep, work, out))
+        except Exception:
+            for line in gateway_errors(dep.root / "gateway.log"):
+                print(f"gateway: {line}", file=sys.stderr)
+            raise
         finally:
             dep.stop()
+
+
+def gateway_errors(log: Path, last: int = 3) -> list[str]:
+    """The last ``last`` distinct errors of the gateway's JSON log, each with the exception
+    that ended its traceback: what a failed run shows before its throwaway directory goes."""
+    if not log.exists():
+        return []
+    found: dict[str, None] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        with suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and entry.get("level") in ("error", "critical"):
+                text = " | ".join(filter(None, [str(entry.get("msg", "")), _raised(entry)]))
+                found.pop(text, None)
+                found[text] = None
+    return list(found)[-last:]
+
+
+def _raised(entry: dict[str, Any]) -> str:
+    """A logged traceback's last exception line (``Type: message``), with the message's own
+    continuation lines."""
+    lines = str(entry.get("exc", "")).rstrip().splitlines()
+    start = max((i for i, t in enumerate(lines) if t and not t[0].isspace()), default=len(lines))
+    return " ".join(t.strip() for t in lines[start:] if t.strip())
