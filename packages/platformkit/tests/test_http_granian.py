@@ -1,5 +1,6 @@
 """The kernel under real granian, over TCP: two workers, metrics summed across them, JSON logs,
-``serve`` stopping cleanly on SIGTERM, and requests that wait told of the stop first."""
+``serve`` stopping cleanly on SIGTERM, requests that wait told of the stop first, and the Rust
+runtime a system asks for."""
 
 from __future__ import annotations
 
@@ -98,6 +99,28 @@ async def test_two_workers_serve_health_and_metrics_over_tcp(tmp_path: Path) -> 
     assert {r["route"] for r in access} == {"/items/{item_id}"}  # probes are debug-level
     assert all(r["request_id"] for r in access)
     assert any(r["logger"] == "_granian" for r in records)
+
+
+@pytest.mark.parametrize("environment", [None, "mt"])
+def test_a_single_threaded_runtime_serves_unless_the_environment_says_otherwise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, environment: str | None
+) -> None:
+    if environment is not None:
+        monkeypatch.setenv("GRANIAN_RUNTIME_MODE", environment)
+    port = free_port()
+    server = start_server(
+        TARGET, port=port, factory=True, working_dir=HERE, log_file=tmp_path / "granian.log",
+        runtime_mode="st",
+    )  # fmt: skip
+    try:
+        server.wait_ready()
+        assert httpx.get(f"http://127.0.0.1:{port}/items/7").json() == {"id": 7}
+    finally:
+        assert server.stop() == 0
+    args = list(server.process.args)
+    assert ("--runtime-mode" in args) == (environment is None)
+    if environment is None:
+        assert args[args.index("--runtime-mode") + 1] == "st"
 
 
 def test_a_worker_that_hangs_on_stop_is_killed_and_the_server_exits(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from platformkit.http.logs import logging_config
 __all__ = ["Server", "import_path", "serve", "start_server"]
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+RUNTIME_MODE_ENV = "GRANIAN_RUNTIME_MODE"
 
 # Seconds granian gives a worker to stop after SIGTERM before it kills it. granian's own default
 # is to wait forever, and a worker can deadlock while its runtime shuts down; a server that
@@ -133,6 +134,7 @@ def start_server(
     backpressure: int | None = None,
     workers_kill_timeout: int = WORKERS_KILL_TIMEOUT,
     drain_grace_s: float = 0.0,
+    runtime_mode: str | None = None,
 ) -> Server:
     """Start granian serving ``target`` (``"pkg.module:app"``, or a factory) without waiting.
 
@@ -141,7 +143,9 @@ def start_server(
     connection open, such as a fleet of polling agents). ``workers_kill_timeout`` bounds how
     long a worker may take to stop on SIGTERM before granian kills it; ``drain_grace_s`` is how
     long the workers have between the drain announcement and the signal (``DRAIN_GRACE_S`` for
-    an app that watches it)."""
+    an app that watches it). ``runtime_mode`` is granian's Rust runtime per worker, ``st`` or
+    ``mt`` (None: granian's choice, ``mt`` for ASGI); ``GRANIAN_RUNTIME_MODE`` in the
+    environment overrides it (decisions/0017)."""
     path, is_factory = import_path(target)
     runtime = Path(tempfile.mkdtemp(prefix="platformkit-serve-"))
     log_config = runtime / "logging.json"
@@ -175,6 +179,8 @@ def start_server(
         command += ["--backlog", str(backlog)]
     if backpressure is not None:
         command += ["--backpressure", str(backpressure)]
+    if runtime_mode is not None and RUNTIME_MODE_ENV not in env:
+        command += ["--runtime-mode", runtime_mode]
     if factory or is_factory:
         command.append("--factory")
     if working_dir is not None:
@@ -237,6 +243,7 @@ def serve(
     backlog: int | None = None,
     backpressure: int | None = None,
     drain_grace_s: float = 0.0,
+    runtime_mode: str | None = None,
 ) -> int:
     """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status.
 
@@ -254,6 +261,7 @@ def serve(
         backlog=backlog,
         backpressure=backpressure,
         drain_grace_s=drain_grace_s,
+        runtime_mode=runtime_mode,
     )
     front = None
     if proxy_listen is not None:
