@@ -63,5 +63,5 @@ def serve(settings: GatewaySettings, say: Callable[[str], None] = lambda _line: 
     return serve_app(
         APP_FACTORY, settings.host, settings.port, settings.workers, factory=True,
         drain_grace_s=DRAIN_GRACE_S,  # the gateway answers polls and closes sockets on the drain
-        runtime_mode="st",  # a Rust thread per worker, not a pool: decisions/0017
+        runtime_mode="st",  # granian's single-threaded Rust runtime per worker: decisions/0017
     )  # fmt: skip
