@@ -16,7 +16,7 @@ from agentbus.delivery.service import DeliveryService, nats_client
 from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, post_envelope
+from agentbus.gateway.testkit import SimAgent, World, alice_and_bob, post_envelope
 from agentbus.gateway.testkit import poll_inbox as poll
 from agentbus.gateway.testkit import settle_inbox as settle
 from agentbus.ids import parse_id
@@ -73,9 +73,7 @@ async def _until_settled(gateway: Gateway, world: World, agent: SimAgent) -> int
 async def test_a_read_on_another_process_settles_the_copy_where_it_was_handed_out(
     gateway: Gateway, gateway_client: httpx.AsyncClient, other_worker: FastAPI
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    world, alice, bob = await alice_and_bob(gateway, gateway_client)
     transport = httpx.ASGITransport(app=other_worker)
     async with httpx.AsyncClient(transport=transport, base_url="http://other.test") as other:
         for round_ in range(2):  # each process reads what the other handed out

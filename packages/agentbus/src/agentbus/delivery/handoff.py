@@ -21,6 +21,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Iterable
 
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
@@ -56,14 +57,11 @@ def decode(subject: str, data: bytes) -> tuple[uuid.UUID, uuid.UUID, list[uuid.U
 
 
 async def ask_others(
-    svc: DeliveryService, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_ids: list[uuid.UUID]
+    nc: Client, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_ids: list[uuid.UUID]
 ) -> None:
-    """Best effort: a lost question costs the copy its AckWait, which triage then drops."""
+    """Best effort, on the caller's connection: a lost question costs the copy its AckWait,
+    which triage then drops."""
     if not msg_ids:
-        return
-    try:
-        nc = nats_client(svc.gateway.broker)
-    except BrokerUnavailable:
         return
     with contextlib.suppress(Exception):
         await nc.publish(handed_subject(tenant_id, agent_id), encode(msg_ids))

@@ -134,7 +134,7 @@ async def _settle(
             await jetstream.settle_quietly(nc, item.subject.reply, verb, item.delay_ms or 0)
         elif verb == "ack" and item.msg_id is not None:
             elsewhere.append(item.msg_id)
-    await handoff.ask_others(svc, who.tenant_id, who.agent_id, elsewhere)
+    await handoff.ask_others(nc, who.tenant_id, who.agent_id, elsewhere)
 
 
 def _settled(row: Row) -> bool:
