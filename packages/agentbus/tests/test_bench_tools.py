@@ -1,7 +1,8 @@
 """The benchmark's own tools: the lean HTTP client keeps its connections alive and reads
 ``Content-Length`` bodies; the CPU meter counts a process tree, including children that have
 already ended, and reports milliseconds per message; the host probe finds the stretches in
-which the machine's CPU ran slow; a failed run shows the gateway's last logged errors."""
+which the machine's CPU ran slow; a failed run shows the gateway's last logged errors; the lone
+rounds read the meter between requests only in the rounds that are not timed."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import cast
 
 import pytest
 from agentbus import bench, benchhost, benchhttp
 from agentbus.benchcpu import CpuMeter
+from agentbus.benchlone import lone_rounds
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -141,3 +144,45 @@ def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: 
     )
     assert bench.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
     assert bench.gateway_errors(log, last=1) == [read]
+
+
+class _Recorded:
+    """A gateway's answers to the lone rounds' requests, each request and meter reading logged
+    in turn."""
+
+    def __init__(self, log: list[str]) -> None:
+        self.log = log
+
+    async def request(
+        self, method: str, target: str, body: bytes = b"", content_type: str | None = None
+    ) -> tuple[int, bytes]:
+        kind = {"/v1/messages/batch": "send", "/v1/inbox/read": "read"}.get(target, "pull")
+        self.log.append(kind)
+        answer: dict[str, object] = {
+            "send": {"results": [{"status": 202}]},
+            "pull": {"deliveries": [{"msg_id": "msg_x"}]},
+            "read": {"results": [{"msg_id": "msg_x", "result": "ok"}]},
+        }[kind]
+        return 200, json.dumps(answer).encode()
+
+
+class _CountingMeter(CpuMeter):
+    def __init__(self, log: list[str]) -> None:
+        super().__init__({})
+        self.log, self.seconds = log, 0.0
+
+    def take(self) -> dict[str, float]:
+        self.log.append("meter")
+        self.seconds += 0.010
+        return {"gateway": self.seconds}
+
+
+async def test_lone_rounds_are_metered_first_then_timed_back_to_back() -> None:
+    log: list[str] = []
+    client = cast(benchhttp.Client, _Recorded(log))
+    line = await lone_rounds(client, client, lambda n: b"{}", 3, _CountingMeter(log))
+    metered = ["send", "meter", "pull", "meter", "read", "meter"]
+    assert log == ["meter", *metered * 3, *["send", "pull", "read"] * 3]
+    assert line["rounds"] == 3
+    assert line["cpu_ms_per_request"]["send"] == {"gateway": 10.0}
+    assert 0 < line["round_p50_ms"] <= line["round_p99_ms"]

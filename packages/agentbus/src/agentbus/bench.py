@@ -28,7 +28,7 @@ machine the host may slow the guest for a tenth of a second at a time, which eve
 then includes. Each run prints one JSON object per line, with the CPU time its messages cost
 per process (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which
 stays meaningful when other work shares the machine and the wall-clock figures do not. With
-``--lone-rounds N`` a line for N messages sent one at a time comes before the runs, with each
+``--lone-rounds N`` a line for messages sent one at a time comes before the runs, with each
 request's CPU per service (``benchlone``). Then one line per mode puts the gateway beside the
 raw JetStream ceiling, and the last line compares the gateway runs with the goals (p50 < 5 ms
 and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced). A run that fails ends with its
