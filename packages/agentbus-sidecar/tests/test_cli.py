@@ -207,7 +207,7 @@ def test_task_lifecycle_as_recipient(agent: Any, make_delivery: DeliveryFactory)
                         capability="code.review", to=ME)  # fmt: skip
     _seed(agent, raw)
     task_id = raw["envelope"]["subject"]
-    for args in (("accept", "--note", "on it"), ("progress", "--percent", "40"),
+    for args in (("accept", "--note", "on it"), ("progress", "tests pass", "--percent", "40"),
                  ("complete", "all good", "--output", '{"ok": true}')):  # fmt: skip
         data = cli_json("task", args[0], task_id, *args[1:])
         assert data["state"] == "queued"
@@ -215,6 +215,7 @@ def test_task_lifecycle_as_recipient(agent: Any, make_delivery: DeliveryFactory)
     types = [e["type"] for e in _queued(agent)]
     assert types == ["agentbus.task.accept.v1", "agentbus.task.progress.v1",
                      "agentbus.task.complete.v1"]  # fmt: skip
+    assert _queued(agent)[1]["data"] == {"percent": 40, "message": "tests pass"}
     assert _queued(agent)[2]["data"] == {"summary": "all good", "output": {"ok": True}}
     assert cli("task", "cancel", task_id).exit_code == 2  # only the requester cancels
 

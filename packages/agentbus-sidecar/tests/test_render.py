@@ -1,10 +1,10 @@
-"""How a send outcome reads on a terminal: a task request, and its repeat."""
+"""How a send outcome reads on a terminal (a task request, and its repeat), and a task's fields."""
 
 from __future__ import annotations
 
 import pytest
 from agentbus_sidecar.actions.sending import SendOutcome
-from agentbus_sidecar.cli.render import show_outcome
+from agentbus_sidecar.cli.render import progress_text, show_outcome, task_field
 
 ORIGINAL = "msg_01a12f72923b7c4d9e8f0a1b2c3d4e5f"
 REPEAT = "msg_01a12f72a0017c4d9e8f0a1b2c3d4e60"
@@ -36,3 +36,12 @@ def test_a_repeat_names_the_original_task_and_says_nothing_was_sent(
     assert "nothing new was sent" in out
     assert f"task tsk_{ORIGINAL.removeprefix('msg_')}" in out
     assert f"tsk_{REPEAT.removeprefix('msg_')}" not in out
+
+
+def test_a_task_shows_its_progress_in_words_and_its_objects_as_json() -> None:
+    at = "2026-12-02T12:34:33.819Z"
+    report = {"at": at, "stage": None, "message": "tests pass", "percent": 60}
+    assert task_field("progress", report) == f"60% tests pass (at {at})"
+    assert task_field("usage", {"cost_usd": "0.50"}) == '{"cost_usd": "0.50"}'
+    assert task_field("state", "in_progress") == "in_progress"
+    assert progress_text({"percent": 0, "stage": "setup"}) == "0% setup"

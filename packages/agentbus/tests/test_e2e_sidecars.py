@@ -74,7 +74,7 @@ async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
     waiting = asyncio.create_task(alice.cli("task", "wait", task_id, "--timeout", "45"))
     for verb, *args in (
         ("accept", "--note", "on it"),
-        ("progress", "--percent", "50", "--message", "half way"),
+        ("progress", "half way", "--percent", "50"),
         ("complete", "looks good"),
     ):
         answer = await bob.cli("task", verb, task_id, *args)

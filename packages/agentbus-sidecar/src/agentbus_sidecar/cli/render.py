@@ -1,4 +1,4 @@
-"""How messages, send outcomes and checks look on a terminal and in ``--json``."""
+"""How messages, send outcomes, tasks and checks look on a terminal and in ``--json``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from agentbus_sidecar.store import inbox
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["inbox_item", "print_inbox", "show_envelope", "show_outcome", "summary_line"]
+__all__ = [
+    "inbox_item",
+    "print_inbox",
+    "progress_text",
+    "show_envelope",
+    "show_outcome",
+    "summary_line",
+    "task_field",
+]
 
 QUEUED_HINT = (
     "It stays in the outbox and goes out as soon as the gateway is reachable: keep "
@@ -135,3 +143,19 @@ def show_envelope(out: Console, env: dict[str, Any]) -> None:
     if rest:
         out.print()
         out.print(json.dumps(rest, indent=2, sort_keys=True), markup=False)
+
+
+def progress_text(progress: dict[str, Any]) -> str:
+    """``60% reading diff tests pass``: the percent, stage and message that were reported."""
+    parts = [f"{progress['percent']}%"] if progress.get("percent") is not None else []
+    parts.extend(str(progress[k]) for k in ("stage", "message") if progress.get(k))
+    return " ".join(parts)
+
+
+def task_field(name: str, value: Any) -> str:
+    """A field of ``agentbus task show``: the progress report in words, other objects as JSON."""
+    if name == "progress" and isinstance(value, dict):
+        return f"{progress_text(value)} (at {value.get('at')})"
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

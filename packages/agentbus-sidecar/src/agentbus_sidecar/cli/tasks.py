@@ -26,7 +26,7 @@ from agentbus_sidecar.cli.common import (
     read_text_arg,
     run,
 )
-from agentbus_sidecar.cli.render import show_outcome
+from agentbus_sidecar.cli.render import progress_text, show_outcome, task_field
 from agentbus_sidecar.clock import server_now
 from agentbus_sidecar.errors import EnvelopeError
 from agentbus_sidecar.runtime import open_runtime
@@ -150,12 +150,12 @@ def reject(
 def progress(
     ctx: typer.Context,
     task_id: TaskId,
+    message: Annotated[str | None, typer.Argument(help="Where the work stands, in words.")] = None,
     percent: Annotated[int | None, typer.Option("--percent", min=0, max=100)] = None,
     stage: Annotated[str | None, typer.Option("--stage")] = None,
-    message: Annotated[str | None, typer.Option("--message")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Report progress (recipient)."""
+    """Report progress (recipient): ``agentbus task progress TSK "tests pass" --percent 60``."""
     _lifecycle(
         ctx, task_id, "progress", {"percent": percent, "stage": stage, "message": message}, as_json
     )
@@ -214,7 +214,7 @@ def show(ctx: typer.Context, task_id: TaskId, as_json: JsonFlag = False) -> None
     def human(out: Console) -> None:
         for name, value in task.items():
             if value is not None:
-                out.print(f"{name:<16} {value}", markup=False)
+                out.print(f"{name:<16} {task_field(name, value)}", markup=False)
 
     emit(as_json, task, human)
 
@@ -249,11 +249,7 @@ def list_tasks(
 def _progress_line(task: dict[str, Any]) -> str:
     """The state, and while the task is open its last progress report."""
     progress = {} if task.get("state") in TERMINAL else (task.get("progress") or {})
-    parts = [str(task.get("state"))]
-    if progress.get("percent") is not None:
-        parts.append(f"{progress['percent']}%")
-    parts.extend(str(progress[k]) for k in ("stage", "message") if progress.get(k))
-    return " ".join(parts)
+    return " ".join(part for part in (str(task.get("state")), progress_text(progress)) if part)
 
 
 def _wait_exit(result: WaitResult) -> int:
