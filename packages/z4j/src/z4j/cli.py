@@ -54,8 +54,7 @@ def serve(
     ] = None,
 ) -> None:
     """Start the brain (embedded PostgreSQL unless Z4J_DATABASE_URL is set)."""
-    from granian import Granian
-    from granian.constants import Interfaces
+    from platformkit.http import serve as run
 
     from z4j.first_run import first_run
 
@@ -72,16 +71,9 @@ def serve(
         f"[green]z4j brain[/] on {settings.base_url}  (agents: "
         f"{settings.base_url.replace('http', 'ws', 1)}/ws/agent)"
     )
-    Granian(
-        "z4j.app:create_app",
-        factory=True,
-        address=settings.host,
-        port=settings.port,
-        interface=Interfaces.ASGI,
-        workers=settings.workers,
-        log_access=False,
-        websockets=True,
-    ).serve()
+    raise typer.Exit(
+        run("z4j.app:create_app", settings.host, settings.port, settings.workers, factory=True)
+    )
 
 
 @app.command("schema-doc")
