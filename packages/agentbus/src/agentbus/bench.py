@@ -78,7 +78,7 @@ from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.benchcpu import CpuMeter
-from agentbus.benchlone import lone_rounds, read_all
+from agentbus.benchlone import batch_body, lone_rounds, read_all
 from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
@@ -410,7 +410,7 @@ class Run:
             wake.clear()
             while queued:
                 batch, queued[:] = queued[:BATCH_MAX], queued[BATCH_MAX:]
-                body = b'{"envelopes":[' + b",".join(self.bodies[n] for n in batch) + b"]}"
+                body = batch_body(self.bodies[n] for n in batch)
                 status, content = await client.request(
                     "POST", "/v1/messages/batch", body, "application/json"
                 )

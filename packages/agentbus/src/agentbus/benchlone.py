@@ -16,7 +16,7 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -101,16 +101,17 @@ async def lone_rounds(
         last = now
 
     for n in range(rounds):
-        await _round(send_client, recv_client, _batch(envelope(n)), charge)
+        await _round(send_client, recv_client, batch_body([envelope(n)]), charge)
     walls = [
-        await _round(send_client, recv_client, _batch(envelope(rounds + n)), lambda _: None)
+        await _round(send_client, recv_client, batch_body([envelope(rounds + n)]), lambda _: None)
         for n in range(rounds)
     ]
     return summary(spent, walls)
 
 
-def _batch(envelope: bytes) -> bytes:
-    return b'{"envelopes":[' + envelope + b"]}"
+def batch_body(envelopes: Iterable[bytes]) -> bytes:
+    """The body of ``POST /v1/messages/batch`` carrying these canonical envelopes."""
+    return b'{"envelopes":[' + b",".join(envelopes) + b"]}"
 
 
 def summary(spent: Mapping[str, Mapping[str, float]], walls: list[float]) -> dict[str, Any]:
