@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 from platformkit.db.embedded import SYSTEM_USER, EmbeddedPostgres
-from platformkit.db.server import admin_url_for
+from platformkit.db.server import OUTLIVES_COMMAND, admin_url_for
 from platformkit.testing.services import free_port
 
 
@@ -70,6 +70,23 @@ def test_configured_url_starts_nothing(tmp_path: Path, monkeypatch: pytest.Monke
     url = "postgresql://someone@db.invalid:5432/app"
     assert admin_url_for(url, "app") == url
     assert not (tmp_path / "never").exists()
+
+
+def test_embedded_server_says_where_it_runs_and_that_it_stays(
+    server: EmbeddedPostgres, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PLATFORMKIT_PG_DATA", str(server.data_dir))
+    monkeypatch.setenv("PLATFORMKIT_PG_PORT", str(server.port))
+    said: list[str] = []
+    url = admin_url_for(None, "told", said.append)
+    assert url == f"postgresql://postgres@127.0.0.1:{server.port}/told"
+    assert said == [f"embedded PostgreSQL at {url} (data {server.data_dir}); {OUTLIVES_COMMAND}"]
+    assert "stack down" in OUTLIVES_COMMAND
+    with psycopg.connect(url) as conn:  # the database was created
+        assert conn.execute("SELECT current_database()").fetchone() == ("told",)
+    said.clear()
+    assert admin_url_for("postgresql://someone@db.invalid:5432/app", "app", said.append)
+    assert said == []  # a configured server is not ours to mention
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to an unprivileged user")

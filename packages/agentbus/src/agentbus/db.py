@@ -50,9 +50,9 @@ def migrator(
     )
 
 
-def resolve_admin_url(configured: str | None) -> str:
+def resolve_admin_url(configured: str | None, say: Callable[[str], None] | None = None) -> str:
     """The configured administrative URL, or the embedded server's ``agentbus`` database."""
-    return admin_url_for(configured, DATABASE)
+    return admin_url_for(configured, DATABASE, say)
 
 
 def app_url(admin_url: str, app_password: str | None = None) -> str:

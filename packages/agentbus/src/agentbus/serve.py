@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 
 import psycopg
+from platformkit.db.server import OUTLIVES_COMMAND
 from platformkit.http import serve as serve_app
 from platformkit.http.serve import DRAIN_GRACE_S
 from platformkit.nats.embedded import EmbeddedNats
@@ -36,7 +37,7 @@ def prepare(
     settings: GatewaySettings, say: Callable[[str], None] = lambda _line: None
 ) -> tuple[str, str]:
     """Migrate the database and make sure NATS runs; ``(admin URL, NATS URL)``."""
-    admin_url = db.resolve_admin_url(_secret(settings.database_url))
+    admin_url = db.resolve_admin_url(_secret(settings.database_url), say)
     migrator = db.migrator(
         _secret(settings.app_password), on_progress=lambda s: say(f"applying {s}")
     )
@@ -44,8 +45,9 @@ def prepare(
     check_keyring(asyncio.run(_wrapped_keys(admin_url)), settings.resolved_keyring_path)
     nats_url = settings.nats_url
     if nats_url is None:
-        nats_url = EmbeddedNats(port=settings.nats_port).start()
-        say(f"embedded NATS JetStream at {nats_url}")
+        nats = EmbeddedNats(port=settings.nats_port)
+        nats_url = nats.start()
+        say(f"embedded NATS JetStream at {nats_url} (store {nats.store_dir}); {OUTLIVES_COMMAND}")
     return admin_url, nats_url
 
 

@@ -96,7 +96,9 @@ def serve(
     }
     settings = Settings(**overrides)  # type: ignore[arg-type]
     configured = settings.database_url.get_secret_value() if settings.database_url else None
-    admin_url = db.resolve_admin_url(configured)
+    admin_url = db.resolve_admin_url(
+        configured, lambda line: console.print(line, markup=False, soft_wrap=True)
+    )
     _migrate(admin_url)
     # The workers build their settings from the environment: pass the resolved values on.
     os.environ["STRATAPLANE_DATABASE_URL"] = admin_url

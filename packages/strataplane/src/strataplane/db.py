@@ -40,9 +40,9 @@ def migrator(
     )
 
 
-def resolve_admin_url(configured: str | None) -> str:
+def resolve_admin_url(configured: str | None, say: Callable[[str], None] | None = None) -> str:
     """The configured server, or the embedded one with database ``strataplane`` created."""
-    return admin_url_for(configured, DATABASE)
+    return admin_url_for(configured, DATABASE, say)
 
 
 def with_search_path(url: str) -> str:

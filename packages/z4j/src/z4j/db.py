@@ -36,8 +36,8 @@ def migrator(secrets: BrainSecrets, on_progress: Callable[[str], None] | None = 
     )
 
 
-def resolve_admin_url(configured: str | None) -> str:
-    return admin_url_for(configured, DATABASE)
+def resolve_admin_url(configured: str | None, say: Callable[[str], None] | None = None) -> str:
+    return admin_url_for(configured, DATABASE, say)
 
 
 def app_url(admin_url: str, secrets: BrainSecrets) -> str:

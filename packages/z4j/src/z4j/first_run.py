@@ -14,7 +14,9 @@ async def first_run(
     """Return the administrative database URL after migrating and seeding the first admin."""
     from z4j.actions.users import create_first_admin, has_users, setup_token
 
-    prepared = await prepare(settings)
+    prepared = await prepare(
+        settings, lambda line: console.print(line, markup=False, soft_wrap=True)
+    )
     if prepared.created_secrets:
         console.print(f"created secrets in {settings.config_dir} (mode 0600)")
     brain = await open_brain(prepared, max_size=2)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import secrets as pysecrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from platformkit.db.pool import open_pool
@@ -24,11 +25,12 @@ class Prepared:
     created_secrets: bool
 
 
-async def prepare(settings: Settings) -> Prepared:
-    """Create secrets on first run, find or start the database, and migrate it."""
+async def prepare(settings: Settings, say: Callable[[str], None] | None = None) -> Prepared:
+    """Create secrets on first run, find or start the database (telling ``say`` of an embedded
+    one), and migrate it."""
     brain_secrets, created = load_or_create(settings.config_dir)
     configured = settings.database_url.get_secret_value() if settings.database_url else None
-    admin_url = db.resolve_admin_url(configured)
+    admin_url = db.resolve_admin_url(configured, say)
     applied = await db.migrator(brain_secrets).migrate(admin_url)
     if applied:
         log.info("applied migrations: %s", ", ".join(applied))

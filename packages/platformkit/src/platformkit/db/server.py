@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -20,17 +21,26 @@ def embedded_from_env() -> EmbeddedPostgres:
     return EmbeddedPostgres(data_dir=data_dir, port=port)
 
 
-def admin_url_for(configured_url: str | None, database: str) -> str:
+# What a server command says of an embedded server it started or found running.
+OUTLIVES_COMMAND = "it keeps running after this command ends; `uv run stack down` stops it"
+
+
+def admin_url_for(
+    configured_url: str | None, database: str, say: Callable[[str], None] | None = None
+) -> str:
     """Return the administrative URL of ``database``.
 
     With a configured URL that server is used as it is and nothing is started. Without one the
-    embedded server is started (or reused) and ``database`` is created on it if missing.
+    embedded server is started (or reused) and ``database`` is created on it if missing; ``say``
+    is then told where it runs and that it outlives the command.
     """
     if configured_url:
         return configured_url
     server = embedded_from_env()
     url = with_database(server.start(), database)
     ensure_database(url)
+    if say is not None:
+        say(f"embedded PostgreSQL at {url} (data {server.data_dir}); {OUTLIVES_COMMAND}")
     return url
 
 
