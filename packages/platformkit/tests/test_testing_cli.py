@@ -21,6 +21,18 @@ def _app() -> typer.Typer:
     ) -> None:
         """Serve."""
 
+    @app.command()
+    def check() -> None:
+        """A summary that goes on
+        to a second line."""
+
+    @app.command()
+    def fine() -> None:
+        """One line.
+
+        Then a paragraph
+        of several."""
+
     @sub.command()
     def leaf(name: Annotated[str, typer.Option(help="NAME[:VERSION].")] = "") -> None:
         """Unclosed [/oops] tag."""
@@ -29,9 +41,10 @@ def _app() -> typer.Typer:
     return app
 
 
-def test_swallowed_brackets_and_bad_markup_are_found_and_the_rest_passes() -> None:
+def test_swallowed_brackets_bad_markup_and_broken_summaries_are_found_and_the_rest_passes() -> None:
     assert mangled_help(_app()) == [
         "app serve port: 'Listen port [default: 7700].'",
+        "app check: 'A summary that goes on\\nto a second line.'",
         "app group: 'Nested [bold]group[/bold].'",
         "app group leaf: 'Unclosed [/oops] tag.'",
     ]

@@ -41,8 +41,10 @@ def serve(
     workers: Annotated[int | None, typer.Option(help="Worker processes (default: 1).")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Run the gateway (embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and
-    AGENTBUS_NATS_URL name servers)."""
+    """Run the gateway.
+
+    On the embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and AGENTBUS_NATS_URL name
+    servers."""
     from agentbus.gateway.config import GatewaySettings
     from agentbus.gateway.signing import KeyringMismatch
     from agentbus.serve import serve as run
@@ -95,8 +97,9 @@ def bench(
         ),
     ] = None,
 ) -> None:
-    """End-to-end latency and throughput of a gateway process (send -> NATS -> delivery ->
-    application ack), paced and unpaced, beside raw JetStream; one JSON object per line."""
+    """End-to-end latency and throughput of a gateway process, beside raw JetStream.
+
+    Send -> NATS -> delivery -> application ack, paced and unpaced; one JSON object per line."""
     from agentbus_sidecar.sync import DELIVERIES
 
     from agentbus.bench import bench as run
@@ -167,8 +170,10 @@ def partitions_ensure(
 
 @app.command("retention")
 def retention_run(database_url: DatabaseUrl = None) -> None:
-    """Run the retention jobs once: delete messages past their tenant's retention (with their
-    delivery state, receipts and payloads), then drop emptied partitions past the longest."""
+    """Run the retention jobs once.
+
+    Delete messages past their tenant's retention (with their delivery state, receipts and
+    payloads), then drop emptied partitions past the longest."""
     from agentbus.controllers.retention import Retention, drop_partitions
     from agentbus.gateway.config import GatewaySettings
     from agentbus.gateway.objectstore import open_object_store

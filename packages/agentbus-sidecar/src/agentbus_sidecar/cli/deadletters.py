@@ -54,8 +54,9 @@ def redrive(
     msg_id: Annotated[str, typer.Argument(help="msg_ id of a dead-lettered message you sent")],
     as_json: JsonFlag = False,
 ) -> None:
-    """Send a dead-lettered message out again, as it was signed (its recipient gets a fresh
-    round of delivery attempts)."""
+    """Send a dead-lettered message out again, as it was signed.
+
+    Its recipient gets a fresh round of delivery attempts."""
 
     async def act() -> dict[str, Any]:
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:

@@ -65,8 +65,9 @@ def send(
     attach: Attach = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Send a message; offline it is queued and sent later (with --attach, once the files are
-    uploaded)."""
+    """Send a message; offline it is queued and sent later.
+
+    With --attach the message goes once its files are uploaded."""
     data = _message_data(read_text_arg(text), title, fmt)
     expires = server_now() + timedelta(seconds=expires_in) if expires_in else None
 
@@ -236,8 +237,9 @@ def wait_reply(
     no_ack: Annotated[bool, typer.Option("--no-ack", help="Show without acking.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Wait for the answer to a message and show it (acked unless --no-ack); exit 6 when the
-    time runs out."""
+    """Wait for the answer to a message and show it (acked unless --no-ack).
+
+    Exit 6 when the time runs out."""
 
     async def act() -> tuple[dict[str, Any] | None, bool, float, str | None]:
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:

@@ -267,8 +267,10 @@ def wait(
     timeout: WaitTimeout = 600,
     as_json: JsonFlag = False,
 ) -> None:
-    """Wait until the task ends, showing its progress: exit 0 once it completed, 1 when it
-    failed, was rejected, cancelled or expired, 6 when the time ran out."""
+    """Wait until the task ends, showing its progress.
+
+    Exit 0 once it completed, 1 when it failed, was rejected, cancelled or expired, 6 when the
+    time ran out."""
 
     def on_change(task: dict[str, Any]) -> None:
         if not as_json:
