@@ -8,7 +8,7 @@ it. The append is the last write of its action's transaction.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +16,7 @@ from uuid import UUID
 
 from platformkit.audit import GENESIS, chain_hash
 from platformkit.db.scope import Conn
+from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from strataplane.store import counters
@@ -117,15 +118,28 @@ async def append(conn: Conn, tenant_id: UUID, event: Event) -> dict[str, Any]:
         "request_id": event.request_id,
         "source_ip": ip_text(event.source_ip),
         "details": details,
-        "prev_hash": prev,
     }
-    row["hash"] = chain_hash(prev, event_of(row))
-    await conn.execute(
-        f"INSERT INTO audit_event ({_ROW}) VALUES (%(tenant_id)s, %(seq)s, %(ts)s, "
-        "%(actor_kind)s, %(actor_id)s, %(on_behalf_of)s, %(action)s, %(object_kind)s, "
-        "%(object_id)s, %(request_id)s, %(source_ip)s, %(details_json)s, %(prev_hash)s, %(hash)s)",
-        {**row, "details_json": Jsonb(details)},
+    return await insert_linked(conn, "audit_event", row, prev, event_of)
+
+
+async def insert_linked(
+    conn: Conn,
+    table: str,
+    row: dict[str, Any],
+    prev: bytes,
+    hashed: Callable[[Mapping[str, Any]], dict[str, Any]],
+) -> dict[str, Any]:
+    """Link ``row`` to the chain's previous hash ``prev``, hash the object ``hashed`` makes of
+    it, and insert it into ``table``; the row as stored."""
+    row["prev_hash"] = prev
+    row["hash"] = chain_hash(prev, hashed(row))
+    columns = list(row)
+    statement = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+        sql.Identifier(table),
+        sql.SQL(", ").join(map(sql.Identifier, columns)),
+        sql.SQL(", ").join(map(sql.Placeholder, columns)),
     )
+    await conn.execute(statement, {**row, "details": Jsonb(row["details"])})
     return row
 
 

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from platformkit.audit import GENESIS, chain_hash
+from platformkit.audit import GENESIS
 from platformkit.db.scope import Conn
-from psycopg.types.json import Jsonb
 
-from strataplane.store.audit import check_details, ip_text, now, ts_text, uuid_text
+from strataplane.store.audit import check_details, insert_linked, ip_text, now, ts_text, uuid_text
 from strataplane.store.rows import maybe, one
 
 LOCK_CLASS, LOCK_OBJECT = 0x73706175, 0
@@ -76,16 +75,8 @@ async def append(conn: Conn, event: PlatformEvent) -> dict[str, Any]:
         "request_id": event.request_id,
         "source_ip": ip_text(event.source_ip),
         "details": details,
-        "prev_hash": prev,
     }
-    row["hash"] = chain_hash(prev, event_of(row))
-    await conn.execute(
-        f"INSERT INTO platform_audit_event ({_ROW}) VALUES (%(id)s, %(ts)s, %(actor_kind)s, "
-        "%(actor_id)s, %(action)s, %(object_kind)s, %(object_id)s, %(tenant_id)s, "
-        "%(request_id)s, %(source_ip)s, %(details_json)s, %(prev_hash)s, %(hash)s)",
-        {**row, "details_json": Jsonb(details)},
-    )
-    return row
+    return await insert_linked(conn, "platform_audit_event", row, prev, event_of)
 
 
 async def iter_rows(conn: Conn, batch: int = 1000) -> AsyncIterator[list[dict[str, Any]]]:
