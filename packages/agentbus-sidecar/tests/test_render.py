@@ -1,10 +1,13 @@
-"""How a send outcome reads on a terminal (a task request, and its repeat), and a task's fields."""
+"""How a send outcome reads on a terminal (a task request, and its repeat), a task's fields, and
+the gateway's steps of a trace."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from agentbus_sidecar.actions.sending import SendOutcome
-from agentbus_sidecar.cli.render import progress_text, show_outcome, task_field
+from agentbus_sidecar.cli.render import progress_text, show_outcome, task_field, trace_event_text
 
 ORIGINAL = "msg_01a12f72923b7c4d9e8f0a1b2c3d4e5f"
 REPEAT = "msg_01a12f72a0017c4d9e8f0a1b2c3d4e60"
@@ -45,3 +48,22 @@ def test_a_task_shows_its_progress_in_words_and_its_objects_as_json() -> None:
     assert task_field("usage", {"cost_usd": "0.50"}) == '{"cost_usd": "0.50"}'
     assert task_field("state", "in_progress") == "in_progress"
     assert progress_text({"percent": 0, "stage": "setup"}) == "0% setup"
+
+
+def _step(event: str, attempt: int = 0, details: dict[str, object] | None = None) -> dict[str, Any]:
+    return {"event": event, "attempt": attempt, "details": details or {}, "error_code": None}
+
+
+def test_a_trace_step_says_what_it_holds() -> None:
+    by = "msg_01a2370d4856724282cc7398fba4c39e"
+    assert trace_event_text(_step("message.accepted")) == "message.accepted"
+    published = _step("message.published", 0, {"stream_seq": 3})
+    assert trace_event_text(published) == "message.published  stream seq 3"
+    assert trace_event_text(_step("message.fetched", 2)) == "message.fetched  attempt 2"
+    created = _step("task.state_changed", 1, {"from": None, "to": "submitted", "by_msg_id": by})
+    assert trace_event_text(created) == f"task.state_changed  -> submitted  by {by}"
+    moved = {"from": "in_progress", "to": "failed", "reason": "tests broke", "by_msg_id": None}
+    failed = _step("task.state_changed", 1, moved)
+    assert trace_event_text(failed) == "task.state_changed  in_progress -> failed  (tests broke)"
+    refused = _step("message.read", 1) | {"error_code": "AB-3001"}
+    assert trace_event_text(refused) == "message.read  attempt 1  AB-3001"

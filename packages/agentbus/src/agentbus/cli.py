@@ -52,7 +52,7 @@ def serve(
     given = {"host": host, "port": port, "workers": workers, "database_url": database_url}
     settings = GatewaySettings(**{k: v for k, v in given.items() if v is not None})  # type: ignore[arg-type]  # pydantic-settings takes field names as keywords
     try:
-        status = run(settings, console.print)
+        status = run(settings, lambda line: console.print(line, markup=False, soft_wrap=True))
     except KeyringMismatch as exc:
         console.print(f"[red]cannot start[/]: {exc}")
         raise typer.Exit(1) from exc

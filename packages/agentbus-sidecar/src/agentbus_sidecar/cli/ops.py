@@ -10,6 +10,7 @@ import typer
 
 from agentbus_sidecar.cli.app import app, sidecar_app
 from agentbus_sidecar.cli.common import EXIT_FAILED, JsonFlag, console, emit, guarded, paths, run
+from agentbus_sidecar.cli.render import trace_event_text
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.doctor import run_checks
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
@@ -106,11 +107,7 @@ def trace(
             message = remote.get("message") or {}
             out.print(f"gateway ({remote.get('source', '?')}): status {message.get('status')}")
             for event in remote.get("events", []):
-                code = f" {event['error_code']}" if event.get("error_code") else ""
-                out.print(
-                    f"  {event.get('at')}  {event.get('event')}  "
-                    f"attempt {event.get('attempt')}{code}"
-                )
+                out.print(f"  {event.get('at')}  {trace_event_text(event)}", markup=False)
         if result["offline"]:
             out.print(f"[yellow]gateway half unavailable:[/] {result['offline']}")
 

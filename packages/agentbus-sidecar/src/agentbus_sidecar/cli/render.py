@@ -21,6 +21,7 @@ __all__ = [
     "show_outcome",
     "summary_line",
     "task_field",
+    "trace_event_text",
 ]
 
 QUEUED_HINT = (
@@ -159,3 +160,26 @@ def task_field(name: str, value: Any) -> str:
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False)
     return str(value)
+
+
+def trace_event_text(event: dict[str, Any]) -> str:
+    """A step of the gateway's half of ``agentbus trace``, after its time: what happened, with
+    what the step holds (``task.state_changed  submitted -> accepted (by msg_...)``, ``message.
+    published  stream seq 3``), the delivery attempt of a message step, and its error code."""
+    details = event.get("details") or {}
+    parts = [str(event.get("event"))]
+    if event.get("event") == "task.state_changed":
+        start = f"{details['from']} " if details.get("from") else ""
+        parts.append(f"{start}-> {details.get('to')}")
+        if details.get("reason"):
+            parts.append(f"({details['reason']})")
+        if details.get("by_msg_id"):
+            parts.append(f"by {details['by_msg_id']}")
+    elif details.get("stream_seq") is not None:
+        parts.append(f"stream seq {details['stream_seq']}")
+    attempt = event.get("attempt") or 0
+    if str(event.get("event")).startswith("message.") and attempt > 0:
+        parts.append(f"attempt {attempt}")
+    if event.get("error_code"):
+        parts.append(str(event["error_code"]))
+    return "  ".join(parts)
