@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 from agentbus_sidecar.actions.sending import SendOutcome
-from agentbus_sidecar.cli.render import progress_text, show_outcome, task_field, trace_event_text
+from agentbus_sidecar.cli.render import (
+    print_inbox,
+    progress_text,
+    show_outcome,
+    task_field,
+    trace_event_text,
+)
+from rich.console import Console
 
 ORIGINAL = "msg_01a12f72923b7c4d9e8f0a1b2c3d4e5f"
 REPEAT = "msg_01a12f72a0017c4d9e8f0a1b2c3d4e60"
@@ -67,3 +74,16 @@ def test_a_trace_step_says_what_it_holds() -> None:
     assert trace_event_text(failed) == "task.state_changed  in_progress -> failed  (tests broke)"
     refused = _step("message.read", 1) | {"error_code": "AB-3001"}
     assert trace_event_text(refused) == "message.read  attempt 1  AB-3001"
+
+
+def test_the_inbox_says_how_many_files_a_message_attached() -> None:
+    blob = {"blob": "blb_01a2370ee7b97013b4b39dabcb055ecd", "name": "change.diff"}
+    item = {"msg_id": ORIGINAL, "time": "t", "from": "agent://acme/main/alice", "read_at": None,
+            "type": "agentbus.message.v1", "out_of_order": False}  # fmt: skip
+    out = Console(record=True, width=200)
+    print_inbox(out, [item | {"data": {"text": "The patch", "attachments": [blob, blob]}}])
+    print_inbox(out, [item | {"data": {"text": "No files"}}])
+    lines = out.export_text().splitlines()
+    assert lines[0].endswith("message (2 attached)")
+    assert lines[1].strip() == "The patch"
+    assert lines[2].endswith("message")

@@ -72,6 +72,11 @@ def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | No
 ATTACHING = ("attachments", "artifacts")
 
 
+def attachments_of(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files a message's data names: a message's attachments, a task result's artifacts."""
+    return [item for key in ATTACHING for item in data.get(key) or []]
+
+
 def summary_line(data: dict[str, Any]) -> str:
     for key in ("title", "text", "instructions", "summary", "message", "stage", "note", "reason"):
         value = data.get(key)
@@ -104,8 +109,11 @@ def print_inbox(out: Console, items: list[dict[str, Any]]) -> None:
         mark = " " if item["read_at"] else "*"
         kind = item["type"].removeprefix("agentbus.").removesuffix(".v1")
         late = " (arrived late)" if item["out_of_order"] else ""
+        files = len(attachments_of(item["data"] or {}))
+        attached = f" ({files} attached)" if files else ""
         out.print(
-            f"{mark} {item['msg_id']}  {item['time']}  {item['from']}  {kind}{late}", markup=False
+            f"{mark} {item['msg_id']}  {item['time']}  {item['from']}  {kind}{late}{attached}",
+            markup=False,
         )
         out.print(f"    {summary_line(item['data'] or {})}", markup=False)
 
@@ -131,7 +139,7 @@ def show_envelope(out: Console, env: dict[str, Any]) -> None:
     if isinstance(text, str):
         out.print()
         out.print(text, markup=False)
-    attached = [item for key in ATTACHING for item in data.get(key) or []]
+    attached = attachments_of(data)
     if attached:
         out.print()
         for item in attached:
