@@ -179,7 +179,9 @@ def retention_run(database_url: DatabaseUrl = None) -> None:
     from agentbus.gateway.objectstore import open_object_store
 
     settings = GatewaySettings()
-    objects = open_object_store(settings.object_store_url, settings.objects_dir)
+    objects = open_object_store(
+        settings.object_store_url, settings.objects_dir, settings.object_store_timeout_s
+    )
 
     async def run() -> tuple[int, list[dict[str, Any]]]:
         pool = await db.open_app_pool(

@@ -6,7 +6,8 @@
 - ``recheck_policy``: the send policy again, with the current policy set: denied -> term and
   ``discarded`` (event code AB-4004); no decision possible -> nak 60 s;
 - ``load_payloads``: decrypt and check the payload: digest mismatch -> term and dead-letter
-  (``payload_integrity``); object store down -> nak 10 s; tenant key unavailable -> nak 60 s.
+  (``payload_integrity``); object store down -> nak 10 s, and pulls stop until it answers again
+  (``breaker``); tenant key unavailable -> nak 60 s.
 """
 
 from __future__ import annotations
@@ -150,6 +151,7 @@ async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[
                 copy.dlq_reason = PAYLOAD_INTEGRITY
             except ObjectStoreUnavailable:
                 copy.drop("nak", NAK_AFTER_STORE_FAILURE_MS)
+                svc.store_failed()
             except KeyUnavailable:
                 copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)
 

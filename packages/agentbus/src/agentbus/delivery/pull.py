@@ -54,6 +54,8 @@ async def fetch(
 ) -> list[dict[str, Any]]:
     """Deliveries for ``who``: the long-poll's and the WebSocket's one way to pull."""
     nc = nats_client(svc.gateway.broker)
+    if not await svc.store_answers(wait_s, stop):
+        return []
     pulled: list[Msg] = []
     for retry in (False, True):
         await ensure_consumer(svc, who)

@@ -1,14 +1,15 @@
 """What delivery keeps per gateway process, beside the ``Gateway`` it runs in: the ack-token
-keys, the agents whose consumer this instance has verified, the payload loader, and the
-registry of open delivery connections (one per agent: a newer one replaces the older, on any
-instance, through a core NATS subject outside every tenant stream), which ``drain`` ends when
-the server is stopping.
+keys, the agents whose consumer this instance has verified, the payload loader, the object
+store's breaker (``breaker``), and the registry of open delivery connections (one per agent: a
+newer one replaces the older, on any instance, through a core NATS subject outside every tenant
+stream), which ``drain`` ends when the server is stopping.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -21,10 +22,14 @@ from nats.aio.subscription import Subscription
 from starlette.requests import HTTPConnection
 
 from agentbus.broker import ACK_WAIT_S, Broker
+from agentbus.delivery.breaker import PROBE_KEY, StoreBreaker
 from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
-from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.errors import BrokerUnavailable, ObjectStoreUnavailable
+from agentbus.gateway.objectstore import ObjectMissing
 from agentbus.gateway.payloads import load_payload
+
+log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
 PayloadLoader = Callable[[uuid.UUID, Row], Awaitable[Any]]
@@ -81,6 +86,7 @@ class DeliveryService:
     ack subject of its last copy; 0 after a pull that found nothing), taken by the answer's
     ``pending_estimate`` instead of asking JetStream."""
 
+    breaker: StoreBreaker = field(default_factory=StoreBreaker)
     open: set[Connection] = field(default_factory=set, repr=False)
     draining: bool = False
     """The server is stopping (``platformkit.http.drain``): open connections were ended, and a
@@ -90,6 +96,41 @@ class DeliveryService:
         self.draining = True
         for conn in self.open:
             conn.drain()
+
+    def store_failed(self) -> None:
+        """A payload could not be read: pulls stop until a probe finds the store answering."""
+        if self.breaker.trip(time.monotonic()):
+            log.warning(
+                "object store %s unavailable: pulls paused, probing every %.0f s",
+                getattr(self.gateway.objects, "description", "?"), self.breaker.probe_every_s,
+            )  # fmt: skip
+
+    async def store_answers(self, wait_s: float, stop: asyncio.Event | None) -> bool:
+        """Whether a pull may go on: at once while the breaker is closed. While it is open, a
+        probe when one is due; otherwise (or when the probe failed) a wait of up to ``wait_s``,
+        or until ``stop``, for the poll to answer empty."""
+        if self.breaker.closed:
+            return True
+        if self.breaker.probe_due(time.monotonic()):
+            if await self._store_probe():
+                self.breaker.close()
+                log.warning("object store answers again: pulls resume")
+                return True
+            self.breaker.trip(time.monotonic())
+        pause = min(wait_s, self.breaker.until_probe(time.monotonic()))
+        if pause > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for((stop or asyncio.Event()).wait(), pause)
+        return False
+
+    async def _store_probe(self) -> bool:
+        try:
+            await self.gateway.objects.get(PROBE_KEY)
+        except ObjectMissing:
+            return True  # what a working store answers
+        except ObjectStoreUnavailable:
+            return False
+        return True
 
     def remember_handed(
         self, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID, reply: str

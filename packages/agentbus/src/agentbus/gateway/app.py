@@ -65,7 +65,9 @@ async def open_gateway(settings: GatewaySettings) -> Gateway:
         publish_timeout=settings.publish_timeout_s,
     )
     await broker.start(wait=3.0)
-    objects = open_object_store(settings.object_store_url, settings.objects_dir)
+    objects = open_object_store(
+        settings.object_store_url, settings.objects_dir, settings.object_store_timeout_s
+    )
     return Gateway(settings, pool, keyring, broker, objects, signing)
 
 

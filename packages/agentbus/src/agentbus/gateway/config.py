@@ -10,6 +10,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
+from agentbus.gateway.objectstore import REQUEST_TIMEOUT_S
 from agentbus.settings import Settings
 
 DEFAULT_PORT = 7900
@@ -40,6 +41,13 @@ class GatewaySettings(Settings):
         None,
         description="Payload store, e.g. s3://bucket/prefix (credentials from the usual AWS_* "
         "variables); unset keeps objects under <config_dir>/objects.",
+    )
+    object_store_timeout_s: float = Field(
+        REQUEST_TIMEOUT_S,
+        gt=0,
+        le=300,
+        description="How long one request to the configured object store may take (a send "
+        "waits for its payload's put; past it, AB-9004).",
     )
     reconcile_interval_s: float = Field(
         10.0, gt=0, description="How often the reconciler looks for unpublished messages."

@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from datetime import timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import obstore
 from obstore.exceptions import NotFoundError
@@ -26,6 +27,9 @@ from obstore.store import from_url
 from agentbus.gateway.errors import ObjectStoreUnavailable
 from agentbus.gateway.wire import uuid7_time
 from agentbus.ids import format_id
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, RetryConfig
 
 _READ_CHUNK = 1 << 20
 
@@ -183,11 +187,34 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-def open_object_store(url: str | None, local_dir: Path) -> ObjectStore:
-    """The configured store, or the local directory when ``url`` is unset."""
+# A send waits for its payload's put, so a store that is down or does not answer must fail it
+# with AB-9004 in seconds, where obstore's defaults retry ten times over up to three minutes and
+# give each request 30 s. A put larger than 5 MiB goes up in parts of that size, each a request.
+REQUEST_TIMEOUT_S = 15.0
+RETRIES: RetryConfig = {"max_retries": 3, "retry_timeout": timedelta(seconds=8)}
+
+
+def client_options(timeout_s: float = REQUEST_TIMEOUT_S) -> ClientConfig:
+    """The timeouts, and ``AWS_ALLOW_HTTP`` (an endpoint without TLS, such as a local MinIO),
+    which obstore reads from the environment only when it is given no client options."""
+    options: ClientConfig = {
+        "connect_timeout": timedelta(seconds=min(2.0, timeout_s)),
+        "timeout": timedelta(seconds=timeout_s),
+    }
+    if allow := os.environ.get("AWS_ALLOW_HTTP"):
+        options["allow_http"] = allow.strip().lower() == "true"
+    return options
+
+
+def open_object_store(
+    url: str | None, local_dir: Path, timeout_s: float = REQUEST_TIMEOUT_S
+) -> ObjectStore:
+    """The configured store (each request within ``timeout_s``), or the local directory when
+    ``url`` is unset."""
     if url is None:
         return LocalObjects(local_dir)
-    return ObstoreObjects(from_url(url), url.split("?", 1)[0])
+    store = from_url(url, client_options=client_options(timeout_s), retry_config=RETRIES)
+    return ObstoreObjects(store, url.split("?", 1)[0])
 
 
 def payload_key(tenant_id: uuid.UUID, msg_id: uuid.UUID) -> str:

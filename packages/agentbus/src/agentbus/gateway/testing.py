@@ -1,5 +1,8 @@
 """Pytest fixtures for the gateway: the app on a fresh database (``agentbus_db``) and the
-session's NATS (``nats_url``), its ``Gateway``, and an HTTP client bound to it in-process.
+session's NATS (``nats_url``), its ``Gateway``, and an HTTP client bound to it in-process; an S3
+endpoint of the session (moto's S3 server, a development dependency, in a process of its own)
+and a fresh bucket on it (``s3_url``); and ``TcpGate``, a forwarder a test cuts and restores to
+take a server away from the gateway without losing its data.
 
 Use with ``pytest_plugins = ["agentbus.testing", "agentbus.gateway.testing"]``; the helpers
 tests call (``make_world``, ``enroll``, ``SimAgent``) are in ``agentbus.gateway.testkit``.
@@ -7,13 +10,20 @@ tests call (``make_world``, ``enroll``, ``SimAgent``) are in ``agentbus.gateway.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
+from platformkit.testing.services import free_port, tcp_reachable
 
 from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
@@ -48,3 +58,108 @@ async def gateway_client(gateway_app: FastAPI) -> AsyncIterator[httpx.AsyncClien
     transport = httpx.ASGITransport(app=gateway_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
         yield client
+
+
+class S3Server:
+    """moto's S3 server on ``port`` in a process of its own, started and stopped by the test."""
+
+    def __init__(self, root: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.log = root / f"s3-{self.port}.log"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, within_s: float = 30.0) -> str:
+        command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        deadline = time.monotonic() + within_s
+        while not tcp_reachable("127.0.0.1", self.port, 0.2):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the S3 server did not start:\n{self.log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        return self.endpoint
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(10)
+            self.process = None
+
+    def bucket(self, monkeypatch: pytest.MonkeyPatch) -> str:
+        """A fresh bucket, with the AWS variables pointing at this server (obstore reads them);
+        ``s3://<bucket>/payloads``."""
+        name = f"agentbus-{uuid.uuid4().hex[:16]}"
+        aim(monkeypatch, self.endpoint)
+        self.make_bucket(name)
+        return f"s3://{name}/payloads"
+
+    def make_bucket(self, name: str) -> None:
+        httpx.put(f"{self.endpoint}/{name}").raise_for_status()
+
+
+def aim(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    """Point the AWS variables at ``endpoint`` (a plain-HTTP S3 endpoint, any credentials)."""
+    for name, value in {
+        "AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "agentbus-test", "AWS_SECRET_ACCESS_KEY": "agentbus-test",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def s3_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``s3://<fresh bucket>/payloads`` on the session's S3 server."""
+    return s3_server.bucket(monkeypatch)
+
+
+class TcpGate:
+    """Forwards ``127.0.0.1:<port>`` to ``127.0.0.1:<target>``; ``cut`` refuses new connections
+    and drops the open ones, as a network partition would, until ``open`` again."""
+
+    def __init__(self, target: int) -> None:
+        self.target, self.port = target, free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def open(self) -> None:
+        self._server = await asyncio.start_server(self._forward, "127.0.0.1", self.port)
+
+    async def cut(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _forward(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while chunk := await src.read(65536):
+                    dst.write(chunk)
+                    await dst.drain()
+            dst.close()
+
+        try:
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+        finally:
+            self._writers.difference_update((writer, up_writer))

@@ -1,0 +1,184 @@
+"""The gateway with its payloads in S3 (``AGENTBUS_OBJECT_STORE_URL=s3://bucket/prefix``), on a
+real S3 server: a message's payload is sealed into the bucket under the tenant's prefix and
+delivered decrypted; while the store is down a send is refused with AB-9004 and leaves no row and
+no stream message, and the same signed envelope sent again once the store is back is accepted
+and delivered; and while the store is away from a waiting message, pulls stop (the breaker), so
+the outage burns one delivery attempt, not one per nak delay, and the message arrives after."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from agentbus import broker
+from agentbus.gateway.app import create_app
+from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.context import Gateway
+from agentbus.gateway.testing import S3Server, TcpGate, aim
+from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_signed
+from agentbus.ids import parse_id
+from asgi_lifespan import LifespanManager
+from wirekit import canonical_json
+
+SECRET = {"text": "the deploy key rotates on Friday"}
+
+
+@pytest.fixture
+def gateway_settings(
+    tmp_path: Path, agentbus_db: str, nats_url: str, s3_url: str
+) -> GatewaySettings:
+    return GatewaySettings(
+        database_url=agentbus_db,
+        nats_url=nats_url,
+        config_dir=tmp_path / "config",
+        background=False,
+        object_store_url=s3_url,
+    )
+
+
+def bucket_objects(server: S3Server, url: str) -> dict[str, bytes]:
+    bucket = url.removeprefix("s3://").split("/", 1)[0]
+    listing = httpx.get(f"{server.endpoint}/{bucket}", params={"list-type": "2"}).text
+    keys = [part.split("</Key>", 1)[0] for part in listing.split("<Key>")[1:]]
+    return {key: httpx.get(f"{server.endpoint}/{bucket}/{key}").content for key in keys}
+
+
+def message_rows(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT count(*) FROM messages").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_payloads_are_sealed_into_the_bucket_and_delivered_decrypted(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    gateway_settings: GatewaySettings,
+    s3_server: S3Server,
+) -> None:
+    world, alice, bob = await alice_and_bob(gateway, gateway_client)
+    env = alice.sign(alice.envelope(bob.address, SECRET))
+    reply = await post_signed(gateway_client, alice, env)
+    assert reply.status_code == 202, reply.text
+
+    assert gateway_settings.object_store_url is not None
+    stored = bucket_objects(s3_server, gateway_settings.object_store_url)
+    tenant_prefix = f"payloads/tenants/ten_{world.tenant_id.hex}/payloads/"
+    assert [key.startswith(tenant_prefix) for key in stored] == [True]
+    assert [key.endswith(f"/{env['id']}.bin") for key in stored] == [True]
+    sealed = next(iter(stored.values()))
+    assert b"deploy key" not in sealed
+    assert not (gateway_settings.objects_dir).exists(), "nothing in the local directory"
+
+    pulled = await poll_inbox(gateway_client, bob, wait_s=5)
+    assert [d["envelope"]["data"] for d in pulled["deliveries"]] == [SECRET]
+
+
+@pytest.fixture
+def store_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Server]:
+    """An S3 server the test starts when it wants the store back; the AWS variables already
+    point at it."""
+    server = S3Server(tmp_path)
+    aim(monkeypatch, server.endpoint)
+    yield server
+    server.stop()
+
+
+@contextlib.asynccontextmanager
+async def gateway_on(
+    tmp_path: Path, agentbus_db: str, nats_url: str, store_url: str
+) -> AsyncIterator[tuple[Gateway, httpx.AsyncClient]]:
+    """The gateway app with its payloads at ``store_url``, a request to the store given 1 s."""
+    settings = GatewaySettings(
+        database_url=agentbus_db,
+        nats_url=nats_url,
+        config_dir=tmp_path / "config",
+        background=False,
+        object_store_url=store_url,
+        object_store_timeout_s=1.0,
+    )
+    app = create_app(settings)
+    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw.test") as client:
+            yield app.state.gateway, client
+
+
+@pytest.fixture
+async def gateway_on_later_store(
+    tmp_path: Path, agentbus_db: str, nats_url: str, store_later: S3Server
+) -> AsyncIterator[tuple[Gateway, httpx.AsyncClient]]:
+    async with gateway_on(tmp_path, agentbus_db, nats_url, "s3://later/payloads") as opened:
+        yield opened
+
+
+async def test_a_send_while_the_store_is_down_is_refused_whole_and_goes_through_later(
+    gateway_on_later_store: tuple[Gateway, httpx.AsyncClient],
+    store_later: S3Server,
+    agentbus_db: str,
+) -> None:
+    gateway, client = gateway_on_later_store
+    world, alice, bob = await alice_and_bob(gateway, client)
+    env = alice.sign(alice.envelope(bob.address, SECRET))
+
+    refused = await client.post(
+        "/v1/messages",
+        content=canonical_json(env),
+        headers={**alice.headers(), "Content-Type": "application/cloudevents+json"},
+    )
+    assert refused.status_code == 503, refused.text
+    assert refused.headers["Content-Type"] == "application/problem+json"
+    problem = refused.json()
+    assert problem["code"] == "AB-9004"
+    assert "later" not in refused.text, "the store's address stays inside the gateway"
+    assert message_rows(agentbus_db) == 0
+    info = await gateway.broker.js.stream_info(broker.stream_name(world.tenant_id))
+    assert info.state.messages == 0
+
+    await asyncio.to_thread(store_later.start)
+    await asyncio.to_thread(store_later.make_bucket, "later")
+    accepted = await post_signed(client, alice, env)  # what the sender's outbox does
+    assert accepted.status_code == 202, accepted.text
+    pulled = await poll_inbox(client, bob, wait_s=5)
+    assert [d["envelope"]["data"] for d in pulled["deliveries"]] == [SECRET]
+
+
+async def test_pulls_stop_while_the_store_is_away_and_the_message_arrives_after(
+    tmp_path: Path,
+    agentbus_db: str,
+    nats_url: str,
+    s3_server: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bucket = s3_server.bucket(monkeypatch)
+    gate = TcpGate(s3_server.port)
+    await gate.open()
+    aim(monkeypatch, gate.endpoint)
+    async with gateway_on(tmp_path, agentbus_db, nats_url, bucket) as (gateway, client):
+        world, alice, bob = await alice_and_bob(gateway, client)
+        env = alice.sign(alice.envelope(bob.address, SECRET))
+        assert (await post_signed(client, alice, env)).status_code == 202
+
+        await gate.cut()
+        assert (await poll_inbox(client, bob, wait_s=1))["deliveries"] == []  # naked, 10 s
+        away = time.monotonic()
+        while time.monotonic() - away < 12:  # past the nak's delay: the copy is due again
+            assert (await poll_inbox(client, bob, wait_s=5))["deliveries"] == []
+        consumer = broker.consumer_name(parse_id("agt", bob.agent_id))
+        info = await gateway.broker.js.consumer_info(broker.stream_name(world.tenant_id), consumer)
+        assert info.delivered.consumer_seq == 1, "one attempt in all, not one per nak delay"
+
+        await gate.open()
+        deliveries: list[dict[str, Any]] = []
+        back = time.monotonic()
+        while not deliveries and time.monotonic() - back < 15:
+            deliveries = (await poll_inbox(client, bob, wait_s=5))["deliveries"]
+        assert [(d["envelope"]["data"], d["attempt"]) for d in deliveries] == [(SECRET, 2)]
+    await gate.cut()
