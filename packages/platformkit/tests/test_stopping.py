@@ -25,14 +25,15 @@ except KeyboardInterrupt:
 
 
 def _start(marker: Path, ignore_hangup: bool = False) -> subprocess.Popen[str]:
-    def ignore() -> None:
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    def dispose() -> None:
+        # Set either way: a runner started under nohup passes SIGHUP on ignored.
+        signal.signal(signal.SIGHUP, signal.SIG_IGN if ignore_hangup else signal.SIG_DFL)
 
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(marker)],
         stdout=subprocess.PIPE,
         text=True,
-        preexec_fn=ignore if ignore_hangup else None,
+        preexec_fn=dispose,
     )
     assert proc.stdout is not None
     assert proc.stdout.readline() == "ready\n"
