@@ -64,12 +64,18 @@ def support_url(admin_url: str, password: str | None = None) -> str:
     return with_user(admin_url, SUPPORT_ROLE, password)
 
 
+CONNECTION_WAIT_S = 5.0
+"""How long a request waits for a pooled connection: past it (PostgreSQL away, or every
+connection busy) the request is answered AB-9002 and the sidecar retries it later."""
+
+
 async def open_app_pool(
     admin_url: str, app_password: str | None = None, *, max_size: int = 10
 ) -> Pool:
     return await open_pool(
-        app_url(admin_url, app_password), min_size=1, max_size=max_size, name="agentbus-app"
-    )
+        app_url(admin_url, app_password), min_size=1, max_size=max_size, name="agentbus-app",
+        wait_timeout=CONNECTION_WAIT_S,
+    )  # fmt: skip
 
 
 # The tenant, and generic plans for the transaction's prepared statements. The hot paths reach

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ from agentbus.ids import InvalidId, parse_id
 
 Row = dict[str, Any]
 NAK_AFTER_STORE_FAILURE_MS = 10_000
+NAK_AFTER_DATABASE_FAILURE_MS = 10_000
 NAK_AFTER_KEY_FAILURE_MS = 60_000
 NAK_AFTER_POLICY_FAILURE_MS = 60_000
 POLICY_DENIED_AT_DELIVERY = "AB-4004"
@@ -151,7 +153,7 @@ async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[
                 copy.dlq_reason = PAYLOAD_INTEGRITY
             except ObjectStoreUnavailable:
                 copy.drop("nak", NAK_AFTER_STORE_FAILURE_MS)
-                svc.store_failed()
+                svc.store.failed(time.monotonic())
             except KeyUnavailable:
                 copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)
 

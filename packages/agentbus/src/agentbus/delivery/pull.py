@@ -11,11 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import uuid
 from typing import Any
 
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from platformkit import fastjson
+from platformkit.db.outage import database_unreachable
 from platformkit.db.scope import Conn
 
 from agentbus.broker import consumer_name, stream_name
@@ -23,6 +26,7 @@ from agentbus.db import pipelined_transaction
 from agentbus.delivery import jetstream, notices, outcomes, store
 from agentbus.delivery.consumers import ensure_consumer, forget_consumer
 from agentbus.delivery.copies import (
+    NAK_AFTER_DATABASE_FAILURE_MS,
     Copy,
     load_payloads,
     parse_copy,
@@ -34,6 +38,7 @@ from agentbus.delivery.notices import Notes
 from agentbus.delivery.service import DeliveryService, nats_client
 from agentbus.delivery.tokens import InvalidAckToken
 from agentbus.delivery.views import delivery_view
+from agentbus.errors import DatabaseUnavailable
 from agentbus.gateway.errors import BrokerUnavailable
 from agentbus.gateway.metrics import DELIVERIES
 from agentbus.gateway.principals import AgentPrincipal
@@ -52,10 +57,48 @@ async def fetch(
     max_bytes: int,
     stop: asyncio.Event | None = None,
 ) -> list[dict[str, Any]]:
-    """Deliveries for ``who``: the long-poll's and the WebSocket's one way to pull."""
+    """Deliveries for ``who``: the long-poll's and the WebSocket's one way to pull. While
+    PostgreSQL or the object store is down, none (``DeliveryService.pulls_may_go_on``); a pull
+    that finds PostgreSQL gone hands back what it took and raises AB-9002."""
     nc = nats_client(svc.gateway.broker)
-    if not await svc.store_answers(wait_s, stop):
+    if not await svc.pulls_may_go_on(wait_s, stop):
         return []
+    copies: list[Copy] = []
+    try:
+        copies = await _pull(svc, who, nc, wait_s, max_items, max_bytes, stop)
+        if not copies:
+            return []
+        await triage_all(svc, who, copies)
+        await recheck_policy(svc, who, copies)
+        await load_payloads(svc, who, copies)
+        keys = await _commit(svc, who, copies)
+    except Exception as exc:
+        if not database_unreachable(exc):
+            raise
+        svc.database.failed(time.monotonic())
+        for copy in copies:  # each comes back once the nak's delay is over, as after AckWait
+            if copy.msg.reply:
+                await jetstream.settle_quietly(
+                    nc, copy.msg.reply, "nak", NAK_AFTER_DATABASE_FAILURE_MS
+                )
+        raise DatabaseUnavailable("PostgreSQL did not answer; retry with backoff") from exc
+    answer = _answer(svc, who, copies, keys, max_bytes)
+    for copy in copies:
+        if copy.settle is not None and copy.msg.reply:
+            await jetstream.settle_quietly(nc, copy.msg.reply, copy.settle, copy.nak_ms)
+    return answer
+
+
+async def _pull(
+    svc: DeliveryService,
+    who: AgentPrincipal,
+    nc: Client,
+    wait_s: float,
+    max_items: int,
+    max_bytes: int,
+    stop: asyncio.Event | None,
+) -> list[Copy]:
+    """The copies JetStream hands out to the agent's consumer (verified first)."""
     pulled: list[Msg] = []
     for retry in (False, True):
         await ensure_consumer(svc, who)
@@ -76,17 +119,7 @@ async def fetch(
         except InvalidAckToken:
             log.warning("pulled a message without a JetStream ack subject: %r", msg.reply)
     svc.pending[(who.tenant_id, who.agent_id)] = min((c.pending for c in copies), default=0)
-    if not copies:
-        return []
-    await triage_all(svc, who, copies)
-    await recheck_policy(svc, who, copies)
-    await load_payloads(svc, who, copies)
-    keys = await _commit(svc, who, copies)
-    answer = _answer(svc, who, copies, keys, max_bytes)
-    for copy in copies:
-        if copy.settle is not None and copy.msg.reply:
-            await jetstream.settle_quietly(nc, copy.msg.reply, copy.settle, copy.nak_ms)
-    return answer
+    return copies
 
 
 async def _commit(

@@ -1,15 +1,14 @@
 """What delivery keeps per gateway process, beside the ``Gateway`` it runs in: the ack-token
-keys, the agents whose consumer this instance has verified, the payload loader, the object
-store's breaker (``breaker``), and the registry of open delivery connections (one per agent: a
-newer one replaces the older, on any instance, through a core NATS subject outside every tenant
-stream), which ``drain`` ends when the server is stopping.
+keys, the agents whose consumer this instance has verified, the payload loader, the breakers of
+PostgreSQL and the object store (``breaker``), and the registry of open delivery connections
+(one per agent: a newer one replaces the older, on any instance, through a core NATS subject
+outside every tenant stream), which ``drain`` ends when the server is stopping.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -19,17 +18,20 @@ from typing import Any
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from platformkit.db.outage import database_unreachable
 from starlette.requests import HTTPConnection
 
 from agentbus.broker import ACK_WAIT_S, Broker
-from agentbus.delivery.breaker import PROBE_KEY, StoreBreaker
+from agentbus.delivery.breaker import Dependency
 from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.errors import BrokerUnavailable, ObjectStoreUnavailable
 from agentbus.gateway.objectstore import ObjectMissing
 from agentbus.gateway.payloads import load_payload
 
-log = logging.getLogger(__name__)
+PROBE_KEY = "health/pulls-probe"
+"""A key no object has: a working store answers a read of it with "missing"."""
+PROBE_TIMEOUT_S = 2.0
 
 Row = dict[str, Any]
 PayloadLoader = Callable[[uuid.UUID, Row], Awaitable[Any]]
@@ -86,7 +88,10 @@ class DeliveryService:
     ack subject of its last copy; 0 after a pull that found nothing), taken by the answer's
     ``pending_estimate`` instead of asking JetStream."""
 
-    breaker: StoreBreaker = field(default_factory=StoreBreaker)
+    store: Dependency = field(init=False, repr=False)
+    database: Dependency = field(init=False, repr=False)
+    """What pulls need besides NATS; while either is down, pulls take nothing from JetStream."""
+
     open: set[Connection] = field(default_factory=set, repr=False)
     draining: bool = False
     """The server is stopping (``platformkit.http.drain``): open connections were ended, and a
@@ -97,39 +102,45 @@ class DeliveryService:
         for conn in self.open:
             conn.drain()
 
-    def store_failed(self) -> None:
-        """A payload could not be read: pulls stop until a probe finds the store answering."""
-        if self.breaker.trip(time.monotonic()):
-            log.warning(
-                "object store %s unavailable: pulls paused, probing every %.0f s",
-                getattr(self.gateway.objects, "description", "?"), self.breaker.probe_every_s,
-            )  # fmt: skip
+    def __post_init__(self) -> None:
+        where = getattr(self.gateway.objects, "description", "")
+        self.store = Dependency(f"object store {where}".strip(), self._store_answers)
+        self.database = Dependency("PostgreSQL", self._database_answers)
 
-    async def store_answers(self, wait_s: float, stop: asyncio.Event | None) -> bool:
-        """Whether a pull may go on: at once while the breaker is closed. While it is open, a
-        probe when one is due; otherwise (or when the probe failed) a wait of up to ``wait_s``,
-        or until ``stop``, for the poll to answer empty."""
-        if self.breaker.closed:
+    async def pulls_may_go_on(self, wait_s: float, stop: asyncio.Event | None) -> bool:
+        """True at once while PostgreSQL and the object store answer. While either is down
+        (``breaker``), a probe of it when one is due; otherwise (or when the probe failed) a wait
+        of up to ``wait_s``, or until ``stop``, for the poll to answer empty, then False."""
+        needed = (self.database, self.store)
+        if all(dep.breaker.closed for dep in needed):
             return True
-        if self.breaker.probe_due(time.monotonic()):
-            if await self._store_probe():
-                self.breaker.close()
-                log.warning("object store answers again: pulls resume")
-                return True
-            self.breaker.trip(time.monotonic())
-        pause = min(wait_s, self.breaker.until_probe(time.monotonic()))
+        now = time.monotonic()
+        if all([await dep.answers(now) for dep in needed]):
+            return True
+        now = time.monotonic()
+        pause = min([wait_s] + [d.breaker.until_probe(now) for d in needed if not d.breaker.closed])
         if pause > 0:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for((stop or asyncio.Event()).wait(), pause)
         return False
 
-    async def _store_probe(self) -> bool:
+    async def _store_answers(self) -> bool:
         try:
             await self.gateway.objects.get(PROBE_KEY)
         except ObjectMissing:
             return True  # what a working store answers
         except ObjectStoreUnavailable:
             return False
+        return True
+
+    async def _database_answers(self) -> bool:
+        try:
+            async with self.gateway.pool.connection(timeout=PROBE_TIMEOUT_S) as conn:
+                await conn.execute("SELECT 1")
+        except Exception as exc:
+            if database_unreachable(exc):
+                return False
+            raise
         return True
 
     def remember_handed(

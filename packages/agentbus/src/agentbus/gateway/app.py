@@ -25,6 +25,7 @@ from agentbus.controllers.partitions import partitions_loop
 from agentbus.controllers.retention import retention_loops
 from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
+from agentbus.errors import DatabaseUnavailable
 from agentbus.gateway import api, api_admin, api_blobs, api_presence, api_send
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
@@ -121,6 +122,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             "database": http_kernel.pool_check(lambda: app.state.gateway.pool),
             "broker": lambda: _broker_ready(app),
         },
+        database_unavailable=lambda: DatabaseUnavailable(
+            "PostgreSQL did not answer; retry with backoff"
+        ),
     )
     return app
 

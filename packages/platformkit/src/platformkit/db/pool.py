@@ -46,18 +46,21 @@ async def open_pool(
     max_size: int = 10,
     name: str | None = None,
     open_timeout: float = 30.0,
+    wait_timeout: float | None = None,
 ) -> AsyncConnectionPool[AsyncConnection[dict[str, Any]]]:
     """Open a pool of autocommit connections returning dict rows.
 
     Connections are autocommit so a read outside ``conn.transaction()`` never leaves a session
-    idle in transaction; writes and tenant-scoped work open an explicit transaction.
+    idle in transaction; writes and tenant-scoped work open an explicit transaction. A caller
+    waits at most ``wait_timeout`` for a connection (``open_timeout`` when None), then gets
+    ``PoolTimeout``: while the server is away, requests fail after that instead of hanging.
     """
     pool: AsyncConnectionPool[AsyncConnection[dict[str, Any]]] = AsyncConnectionPool(
         url,
         min_size=min_size,
         max_size=max_size,
         name=name,
-        timeout=open_timeout,
+        timeout=open_timeout if wait_timeout is None else wait_timeout,
         open=False,
         configure=_configure,
         kwargs={"autocommit": True, "row_factory": dict_row},

@@ -3,13 +3,14 @@
 Registered by :func:`platformkit.http.install` on FastAPI and plain Starlette apps alike:
 ``ProblemError`` (the systems' trees and the kernel's own errors), Starlette/FastAPI
 ``HTTPException`` (routing's 404 and 405, framework 4xx) and FastAPI's request validation error
-(422 with one entry per invalid field). Unexpected exceptions are not handled here but by the
-kernel middleware, which logs them and answers a bare 500.
+(422 with one entry per invalid field); and, for a system that names its problem for it, an
+unreachable database (503). Unexpected exceptions are not handled here but by the kernel
+middleware, which logs them and answers a bare 500.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -19,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ExceptionHandler
 
+from platformkit.db.outage import database_unreachable
 from platformkit.http.idempotency.component import IdempotentReplay, replay_response
 from platformkit.http.problems import (
     ProblemError,
@@ -27,7 +29,7 @@ from platformkit.http.problems import (
     render_problem,
 )
 
-__all__ = ["exception_handlers"]
+__all__ = ["database_outage_handler", "exception_handlers"]
 
 # Stable codes for the statuses frameworks raise on their own; others become ``http_<status>``.
 _HTTP_CODES = {
@@ -86,6 +88,18 @@ def _validation_error(request: Request, exc: Exception) -> Response:
     errors = [_field_error(e) for e in cast(RequestValidationError, exc).errors()]
     problem = ValidationFailed(f"{len(errors)} invalid field(s)", errors=errors)
     return problem_response(problem, request.url.path)
+
+
+def database_outage_handler(problem: Callable[[], ProblemError]) -> ExceptionHandler:
+    """For psycopg's and the pool's errors: the system's 503 ``problem`` when the database is
+    unreachable (``platformkit.db.outage``); any other such error goes on to the kernel's 500."""
+
+    async def handle(request: Request, exc: Exception) -> Response:
+        if not database_unreachable(exc):
+            raise exc
+        return problem_response(problem(), request.url.path)
+
+    return handle
 
 
 def exception_handlers() -> dict[type[Exception], ExceptionHandler]:
