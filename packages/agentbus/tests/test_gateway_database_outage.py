@@ -17,13 +17,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from agentbus import broker
-from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testing import TcpGate
+from agentbus.gateway.testing import TcpGate, serving
 from agentbus.gateway.testkit import Socket, alice_and_bob, post_signed
 from agentbus.ids import parse_id
-from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
 WARM, FIRST, SECOND = {"text": "warm-up"}, {"text": "before the outage"}, {"text": "during it"}
@@ -51,11 +49,8 @@ async def gated(
         config_dir=tmp_path / "config",
         background=False,
     )
-    app = create_app(settings)
-    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gw.test") as client:
-            yield app, client
+    async with serving(settings) as opened:
+        yield opened
 
 
 def refused_for_the_database(reply: httpx.Response) -> bool:

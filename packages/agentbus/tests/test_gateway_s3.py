@@ -18,13 +18,11 @@ import httpx
 import psycopg
 import pytest
 from agentbus import broker
-from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testing import S3Server, TcpGate, aim
+from agentbus.gateway.testing import S3Server, TcpGate, aim, serving
 from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_signed
 from agentbus.ids import parse_id
-from asgi_lifespan import LifespanManager
 from wirekit import canonical_json
 
 SECRET = {"text": "the deploy key rotates on Friday"}
@@ -104,11 +102,8 @@ async def gateway_on(
         object_store_url=store_url,
         object_store_timeout_s=1.0,
     )
-    app = create_app(settings)
-    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://gw.test") as client:
-            yield app.state.gateway, client
+    async with serving(settings) as (app, client):
+        yield app.state.gateway, client
 
 
 @pytest.fixture

@@ -40,6 +40,17 @@ def gateway_settings(tmp_path: Path, agentbus_db: str, nats_url: str) -> Gateway
     )
 
 
+@contextlib.asynccontextmanager
+async def serving(settings: GatewaySettings) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
+    """The gateway app on ``settings``, started, and an HTTP client bound to it in-process: for
+    a test whose gateway differs from ``gateway_settings``."""
+    app = create_app(settings)
+    async with LifespanManager(app, startup_timeout=30, shutdown_timeout=30):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
+            yield app, client
+
+
 @pytest.fixture
 async def gateway_app(gateway_settings: GatewaySettings) -> AsyncIterator[FastAPI]:
     app = create_app(gateway_settings)
