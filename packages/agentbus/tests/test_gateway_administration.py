@@ -9,6 +9,8 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
+import psycopg
+from agentbus import broker
 from agentbus.actions import users
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
@@ -231,3 +233,38 @@ async def test_a_workspace_admin_added_over_the_api_manages_its_agents(
     await call(client, "DELETE", f"{members}/{dana_id}", admin, 404)
     enable = {"status": "registered"}
     assert (await call(client, "PATCH", agent_path, danas, 403, json=enable))["code"] == "AB-1008"
+
+
+async def test_the_tenant_changes_its_name_settings_and_on_enterprise_its_retention(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
+) -> None:
+    client, world = gateway_client, await make_world(gateway, "acme")
+    admin, path = bearer(world.token), f"/v1/tenants/{format_id('ten', world.tenant_id)}"
+    await enroll(client, world, "builder")  # the tenant's stream now exists
+    change = {"display_name": "Acme Inc", "settings": {"locale": "en-GB"}}
+    changed = await call(client, "PATCH", path, admin, 200, json=change)
+    assert (changed["display_name"], changed["settings"]) == ("Acme Inc", {"locale": "en-GB"})
+    assert (changed["retention_days"], changed["limits"]["retention_days"]) == (7, 7)
+    assert await call(client, "GET", path, admin, 200) == changed
+
+    problem = await call(client, "PATCH", path, admin, 422, json={"retention_days": 30})
+    assert (problem["code"], problem["field"]) == ("AB-8001", "retention_days"), "starter plan"
+    for bad in ({"display_name": None}, {"display_name": ""}, {"plan": "enterprise"}):
+        assert (await call(client, "PATCH", path, admin, 422, json=bad))["code"] == "AB-8001"
+    other = f"/v1/tenants/{format_id('ten', uuid7())}"
+    assert (await call(client, "PATCH", other, admin, 404, json=change))["code"] == "AB-8002"
+    bound = await owner_token(gateway, world, ["admin"], world.workspace_id)
+    assert (await call(client, "PATCH", path, bound, 403, json=change))["code"] == "AB-1015"
+
+    with psycopg.connect(agentbus_db) as conn:  # an operator's plan change
+        conn.execute("UPDATE tenants SET plan = 'enterprise' WHERE id = %s", (world.tenant_id,))
+    longer = await call(client, "PATCH", path, admin, 200, json={"retention_days": 90})
+    assert longer["retention_days"] == 90
+    info = await gateway.broker.js.stream_info(broker.stream_name(world.tenant_id))
+    assert info.config.max_age == 90 * 86400, "the stream keeps messages as long"
+    await call(client, "PATCH", path, admin, 422, json={"retention_days": 0})
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        actions = await list_audit_actions(conn, world.tenant_id)
+    updates = [a["details"] for a in actions if a["action"] == "tenant.update"]
+    assert updates[0] == {"changed": ["retention_days"], "retention_days": [7, 90]}
+    assert updates[1] == {"changed": ["display_name", "settings"]}

@@ -153,6 +153,15 @@ class Broker:
             )
         self._streams.add(name)
 
+    async def set_retention(self, tenant_id: uuid.UUID, retention_days: int) -> None:
+        """The tenant stream's ``max_age`` (a stream not created yet gets it when it is)."""
+        try:
+            info = await self.js.stream_info(stream_name(tenant_id))
+        except NotFoundError:
+            return
+        info.config.max_age = float(retention_days * 86400)
+        await self.js.update_stream(info.config)
+
     async def ensure_consumer(self, tenant_id: uuid.UUID, agent: Mapping[str, Any]) -> None:
         """Create (or bring up to date) the agent's durable pull consumer (05 §2.3)."""
         name = str(agent["nats_consumer"])

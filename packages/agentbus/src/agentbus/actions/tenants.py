@@ -1,4 +1,5 @@
-"""Tenants: create (platform operator), list (platform operator), suspend (04-API-SPEC §10.1).
+"""Tenants: create (platform operator), list (platform operator), suspend, and update (its owner
+or an admin) (04-API-SPEC §10.1).
 
 A tenant is created in its own scope: the new id is set as ``app.tenant_id`` first, so every row
 (tenant, subscription, data key, owner, membership, bootstrap token, audit) passes RLS as the
@@ -15,14 +16,14 @@ import psycopg
 from platformkit.db.scope import tenant_transaction, transaction
 from platformkit.ids import uuid7
 
-from agentbus.actions.access import require_platform, tenant_scope
+from agentbus.actions.access import require_platform, require_tenant_admin, tenant_scope
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.actions.tokens import IssuedToken, issue_token
 from agentbus.actions.users import OwnerSpec, add_user
 from agentbus.actions.validate import PLANS, check_one_of, check_slug, check_text
 from agentbus.db import SCOPE
-from agentbus.errors import AgentBusError, AlreadyExists, StateConflict
+from agentbus.errors import AgentBusError, AlreadyExists, RequestInvalid, StateConflict
 from agentbus.ids import format_id
 from agentbus.keys import PLATFORM_KEK, add_tenant_key
 from agentbus.store import integration_tokens, plans, tenants
@@ -130,3 +131,39 @@ async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID) -> tuple[Row, dict[str, An
     AB-8002."""
     async with tenant_scope(ctx, tenant_id) as (conn, tenant):
         return tenant, await plans.effective_limits(conn, tenant_id)
+
+
+RETENTION_DAYS_MAX = 3650
+RETENTION_OVERRIDE_PLAN = "enterprise"
+
+
+async def update_tenant(ctx: Ctx, tenant_id: uuid.UUID, changes: dict[str, Any]) -> Row:
+    """``display_name``, ``settings`` and, on the enterprise plan only, ``retention_days``
+    (04 §10.1), by a tenant owner or admin; the tenant's stream keeps messages as long after
+    commit (the caller's part)."""
+    if "display_name" in changes:
+        changes["display_name"] = check_text(changes["display_name"], "display_name")
+    async with tenant_scope(ctx, tenant_id) as (conn, tenant):
+        await require_tenant_admin(conn, ctx, tenant_id)
+        if "retention_days" in changes:
+            days = changes["retention_days"]
+            if tenant["plan"] != RETENTION_OVERRIDE_PLAN:
+                raise RequestInvalid(
+                    f"retention is set by the {tenant['plan']} plan; only the enterprise plan "
+                    "sets its own",
+                    field="retention_days",
+                )
+            if not 1 <= days <= RETENTION_DAYS_MAX:
+                raise RequestInvalid(
+                    f"retention_days is 1 to {RETENTION_DAYS_MAX}", field="retention_days"
+                )
+        row = await tenants.update_tenant(conn, tenant_id, changes)
+        assert row is not None  # tenant_scope found it
+        details: dict[str, Any] = {"changed": sorted(changes)}
+        if "retention_days" in changes:
+            details["retention_days"] = [tenant["retention_days"], row["retention_days"]]
+        await record_action(
+            conn, ctx, tenant_id, "tenant.update", target_type="tenant",
+            target_id=format_id("ten", tenant_id), details=details,
+        )  # fmt: skip
+        return row

@@ -55,6 +55,12 @@ class WorkspaceChange(Body):
     settings: dict[str, Any] | None = None
 
 
+class TenantChange(Body):
+    display_name: str | None = None
+    settings: dict[str, Any] | None = None
+    retention_days: int | None = None
+
+
 class Membership(Body):
     role: Literal["admin", "member", "viewer"]
 
@@ -278,4 +284,22 @@ async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[s
     if _path_id("ten", tenant_ref) != tenant_id:
         raise NotFound(f"no tenant {tenant_ref}")
     row, limits = await tenants.read_tenant(ctx, tenant_id)
+    return {**tenant_view(row), "limits": limits}
+
+
+async def change_tenant(
+    ctx: Ctx, gw: Gateway, tenant_id: uuid.UUID, tenant_ref: str, body: TenantChange
+) -> dict[str, Any]:
+    """The caller's own tenant (any other id is AB-8002); a new retention reaches the tenant's
+    stream after the commit."""
+    if _path_id("ten", tenant_ref) != tenant_id:
+        raise NotFound(f"no tenant {tenant_ref}")
+    changes = body.model_dump(exclude_unset=True)
+    for name, value in changes.items():
+        if value is None:
+            raise RequestInvalid(f"{name} cannot be null", field=name)
+    row = await tenants.update_tenant(ctx, tenant_id, changes)
+    if "retention_days" in changes:
+        await gw.broker.set_retention(tenant_id, row["retention_days"])
+    _row, limits = await tenants.read_tenant(ctx, tenant_id)
     return {**tenant_view(row), "limits": limits}

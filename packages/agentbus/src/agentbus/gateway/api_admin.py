@@ -72,6 +72,15 @@ async def get_tenant(tenant_id: str, who: Caller) -> dict[str, Any]:
     return await adm.read_tenant(who.ctx, who.tenant_id, tenant_id)
 
 
+@router.patch("/v1/tenants/{tenant_id}")
+async def patch_tenant(request: Request, tenant_id: str, who: Caller) -> dict[str, Any]:
+    """Change ``display_name``, ``settings`` or, on the enterprise plan, ``retention_days``
+    (tenant owner or admin)."""
+    body = await read_model(request, adm.TenantChange)
+    gw = get_gateway(request)
+    return await adm.change_tenant(who.ctx, gw, who.tenant_id, tenant_id, body)
+
+
 @router.post("/v1/workspaces", status_code=201)
 async def post_workspace(request: Request, who: Caller) -> dict[str, Any]:
     """Create a workspace (tenant owner or admin)."""

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg.types.json import Jsonb
 
 Row = dict[str, Any]
 
@@ -82,3 +83,16 @@ async def list_all_tenants(conn: Conn) -> list[Row]:
     """Every tenant, oldest first; the one cross-tenant read of this table (platform operator)."""
     cur = await conn.execute(f"SELECT {COLUMNS} FROM platform_tenants()")
     return await cur.fetchall()
+
+
+async def update_tenant(conn: Conn, tenant_id: uuid.UUID, changes: dict[str, Any]) -> Row | None:
+    """Set the given columns (``display_name``, ``settings``, ``retention_days``); the row."""
+    names = [n for n in ("display_name", "settings", "retention_days") if n in changes]
+    values = [Jsonb(changes[n]) if n == "settings" else changes[n] for n in names]
+    assignments = "".join(f"{name} = %s, " for name in names)
+    cur = await conn.execute(
+        f"""UPDATE tenants SET {assignments}updated_at = now()
+             WHERE id = %s RETURNING {COLUMNS}""",
+        [*values, tenant_id],
+    )
+    return await cur.fetchone()
