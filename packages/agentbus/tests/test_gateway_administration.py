@@ -9,14 +9,19 @@ from dataclasses import replace
 from typing import Any
 
 import httpx
+import nats.js.errors
 import psycopg
+import pytest
 from agentbus import broker
 from agentbus.actions import users
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import World, enroll, make_world, owner_token
+from agentbus.gateway.errors import KeyUnavailable
+from agentbus.gateway.payloads import load_payload
+from agentbus.gateway.store import messages
+from agentbus.gateway.testkit import World, enroll, make_world, owner_token, send_message
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
 from agentbus.store.audit_actions import list_audit_actions
@@ -268,3 +273,52 @@ async def test_the_tenant_changes_its_name_settings_and_on_enterprise_its_retent
     updates = [a["details"] for a in actions if a["action"] == "tenant.update"]
     assert updates[0] == {"changed": ["retention_days"], "retention_days": [7, 90]}
     assert updates[1] == {"changed": ["display_name", "settings"]}
+
+
+async def test_the_owner_crypto_shreds_the_tenant(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
+) -> None:
+    client, (world, _owner_id, dana) = gateway_client, await acme_and_dana(gateway)
+    admin, name = bearer(world.token), format_id("ten", world.tenant_id)
+    path = f"/v1/tenants/{name}"
+    alice, bob = await enroll(client, world, "alice"), await enroll(client, world, "bob")
+    sent = await send_message(client, alice, bob, {"text": "shred me"})
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        row = await messages.find_message(conn, world.tenant_id, parse_id("msg", sent))
+    assert row is not None
+    assert await load_payload(gateway, row) == {"text": "shred me"}
+
+    assert (await call(client, "DELETE", path, admin, 428))["code"] == "AB-8010"
+    wrong = {**admin, "AgentBus-Confirm": format_id("ten", uuid7())}
+    assert (await call(client, "DELETE", path, wrong, 428))["code"] == "AB-8010"
+    dana_id = format_id("usr", dana["id"])
+    await call(client, "PATCH", f"/v1/users/{dana_id}", admin, 200, json={"tenant_role": "admin"})
+    ask = {"name": "dana", "scopes": ["admin"], "owner": dana_id}
+    danas = bearer((await call(client, "POST", "/v1/tokens", admin, 201, json=ask))["token"])
+    confirm = {"AgentBus-Confirm": name}
+    problem = await call(client, "DELETE", path, {**danas, **confirm}, 403)
+    assert problem["code"] == "AB-1008", "an admin is not the owner"
+
+    gone = await call(client, "DELETE", path, {**admin, **confirm}, 202)
+    assert (gone["id"], gone["status"]) == (name, "deleting")
+    with pytest.raises(KeyUnavailable):
+        await load_payload(gateway, row)
+    with psycopg.connect(agentbus_db) as conn:
+        keys = conn.execute(
+            "SELECT status, dek_wrapped FROM tenant_keys WHERE tenant_id = %s", (world.tenant_id,)
+        ).fetchall()
+    assert keys
+    assert all(status == "destroyed" and not any(wrapped) for status, wrapped in keys)
+    assert (await call(client, "GET", "/v1/workspaces", admin, 401))["code"] == "AB-1003"
+    refused = await client.get("/v1/inbox", headers=bob.headers())
+    assert refused.status_code == 403, refused.text
+    with pytest.raises(nats.js.errors.NotFoundError):
+        await gateway.broker.js.stream_info(broker.stream_name(world.tenant_id))
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        actions = await list_audit_actions(conn, world.tenant_id)
+        agents_left = await conn.execute("SELECT DISTINCT status::text FROM agents")
+        assert [r["status"] for r in await agents_left.fetchall()] == ["disabled"]
+    [deleted] = [a for a in actions if a["action"] == "tenant.delete"]
+    assert deleted["details"] == {
+        "slug": "acme", "tokens_revoked": 2, "agents_disabled": 2, "keys_destroyed": 1,
+    }  # fmt: skip

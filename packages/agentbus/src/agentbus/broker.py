@@ -179,6 +179,13 @@ class Broker:
         self._consumers.discard(str(agent["nats_consumer"]))
         await self.ensure_consumer(tenant_id, agent)
 
+    async def delete_stream(self, tenant_id: uuid.UUID) -> None:
+        """The tenant stream with its consumers (gone already is fine)."""
+        name = stream_name(tenant_id)
+        self._streams.discard(name)
+        with contextlib.suppress(NotFoundError):
+            await self.js.delete_stream(name)
+
     async def delete_consumer(self, tenant_id: uuid.UUID, consumer: str) -> None:
         self._consumers.discard(consumer)
         with contextlib.suppress(NotFoundError):

@@ -17,6 +17,7 @@ The tree (the codes defined so far; add a class per code as paths need it)::
     +-- NotFound                          AB-8002 404 not_found
     +-- AlreadyExists                     AB-8003 409 already_exists
     +-- StateConflict                     AB-8008 409 state_conflict
+    +-- ConfirmationRequired              AB-8010 428 confirmation_required
     +-- DatabaseUnavailable               AB-9002 503 database_unavailable
 
 ``code`` and ``name`` are stable forever. Domain code raises these; only the HTTP layer renders
@@ -99,6 +100,11 @@ class AlreadyExists(AgentBusError):
 
 class StateConflict(AgentBusError):
     code, status, name, title = "AB-8008", 409, "state_conflict", "Not valid in this state"
+
+
+class ConfirmationRequired(AgentBusError):
+    code, status, name = "AB-8010", 428, "confirmation_required"
+    title = "Confirmation required"
 
 
 class DatabaseUnavailable(AgentBusError):

@@ -12,8 +12,9 @@ from fastapi.responses import JSONResponse, Response
 
 from agentbus.actions import tenants
 from agentbus.actions.context import Ctx
+from agentbus.errors import NotFound
 from agentbus.gateway import administration as adm
-from agentbus.gateway import operator
+from agentbus.gateway import operator, tenant_deletion
 from agentbus.gateway.auth import authenticate_token, client_ip
 from agentbus.gateway.bodies import read_model
 from agentbus.gateway.context import get_gateway
@@ -79,6 +80,17 @@ async def patch_tenant(request: Request, tenant_id: str, who: Caller) -> dict[st
     body = await read_model(request, adm.TenantChange)
     gw = get_gateway(request)
     return await adm.change_tenant(who.ctx, gw, who.tenant_id, tenant_id, body)
+
+
+@router.delete("/v1/tenants/{tenant_id}", status_code=202)
+async def delete_tenant(request: Request, tenant_id: str, who: Caller) -> dict[str, Any]:
+    """Crypto-shred the tenant (its owner, with ``AgentBus-Confirm: <ten_ id>``): payloads and
+    blobs become unreadable at once; tokens are revoked and agents disabled."""
+    if adm.path_id("ten", tenant_id) != who.tenant_id:
+        raise NotFound(f"no tenant {tenant_id}")
+    confirm = request.headers.get(tenant_deletion.CONFIRM_HEADER)
+    row = await tenant_deletion.delete_tenant(who.ctx, get_gateway(request), who.tenant_id, confirm)
+    return adm.tenant_view(row)
 
 
 @router.post("/v1/workspaces", status_code=201)

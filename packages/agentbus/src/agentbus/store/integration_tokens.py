@@ -116,6 +116,16 @@ async def revoke_token(
     return await cur.fetchone()
 
 
+async def revoke_all(conn: Conn, tenant_id: uuid.UUID, reason: str) -> int:
+    """Revoke every token of the tenant still in force; how many."""
+    cur = await conn.execute(
+        """UPDATE integration_tokens SET revoked_at = now(), revoked_reason = %s
+            WHERE tenant_id = %s AND revoked_at IS NULL""",
+        (reason, tenant_id),
+    )
+    return cur.rowcount
+
+
 async def lookup_token(conn: Conn, hashed: bytes) -> Row | None:
     """No tenant scope needed: the narrow lookup function reads across tenants by hash only."""
     cur = await conn.execute("SELECT * FROM lookup_integration_token(%s)", (hashed,))

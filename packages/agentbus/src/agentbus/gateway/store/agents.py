@@ -151,6 +151,16 @@ async def mark_deleted(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) ->
     )
 
 
+async def disable_all(conn: Conn, tenant_id: uuid.UUID) -> int:
+    """Disable every live agent of the tenant; how many were not disabled yet."""
+    cur = await conn.execute(
+        """UPDATE agents SET status = 'disabled', updated_at = now()
+            WHERE tenant_id = %s AND deleted_at IS NULL AND status <> 'disabled'""",
+        (tenant_id,),
+    )
+    return cur.rowcount
+
+
 async def count_live_agents(conn: Conn, tenant_id: uuid.UUID) -> int:
     cur = await conn.execute(
         "SELECT count(*) AS n FROM agents WHERE tenant_id = %s AND deleted_at IS NULL",
