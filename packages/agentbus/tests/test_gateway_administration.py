@@ -1,6 +1,7 @@
 """Administration over the API (04-API-SPEC §10.1-10.4) against the real gateway app and
 PostgreSQL: the tenant, workspaces, users and tokens for a tenant-wide token with admin; a new
-token never stronger than its maker; revocation ends a token at once; the audit rows."""
+token never stronger than its maker; revocation ends a token at once; the tenant's own changes,
+and its crypto-shredding with the retention job's hard deletes after it; the audit rows."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from agentbus import broker
 from agentbus.actions import users
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
+from agentbus.controllers.retention import Retention
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import KeyUnavailable
+from agentbus.gateway.objectstore import ObjectMissing
 from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import World, enroll, make_world, owner_token, send_message
@@ -283,6 +286,8 @@ async def test_the_owner_crypto_shreds_the_tenant(
     path = f"/v1/tenants/{name}"
     alice, bob = await enroll(client, world, "alice"), await enroll(client, world, "bob")
     sent = await send_message(client, alice, bob, {"text": "shred me"})
+    upload = {**alice.headers(), "Content-Type": "text/plain"}
+    blob = (await client.post("/v1/blobs", content=b"a file", headers=upload)).json()
     async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
         row = await messages.find_message(conn, world.tenant_id, parse_id("msg", sent))
     assert row is not None
@@ -322,3 +327,24 @@ async def test_the_owner_crypto_shreds_the_tenant(
     assert deleted["details"] == {
         "slug": "acme", "tokens_revoked": 2, "agents_disabled": 2, "keys_destroyed": 1,
     }  # fmt: skip
+
+    # Step 4, at the retention job's next run: every message and blob goes, with its object.
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        found = await conn.execute("SELECT s3_key FROM blobs WHERE id = %s",
+                                   (parse_id("blb", blob["id"]),))  # fmt: skip
+        blob_key = (await found.fetchone())["s3_key"]
+    assert await Retention(gateway.pool, gateway.objects).run_once() == 1
+    for key in (row["payload_ref"], blob_key):
+        with pytest.raises(ObjectMissing):
+            await gateway.objects.get(key)
+    with psycopg.connect(agentbus_db) as conn:
+        left = conn.execute(
+            """SELECT (SELECT status::text FROM tenants WHERE id = %(t)s),
+                      (SELECT count(*) FROM messages WHERE tenant_id = %(t)s),
+                      (SELECT count(*) FROM blobs WHERE tenant_id = %(t)s),
+                      (SELECT count(*) FROM audit_actions
+                        WHERE tenant_id = %(t)s AND action = 'tenant.deleted')""",
+            {"t": world.tenant_id},
+        ).fetchone()
+    assert left == ("deleted", 0, 0, 1)
+    assert await Retention(gateway.pool, gateway.objects).run_once() == 0, "nothing left to do"

@@ -15,6 +15,11 @@ stream's ``max_age``, which is the same retention.
 commit as above. A reference from a message keeps its blob at least as long as the message
 (``gateway/blobs.py``), so no message within its retention names a blob deleted here.
 
+A tenant being deleted (``deleting``, data model §5.5 step 4; its keys are destroyed already, so
+nothing of this is readable) loses every message and every blob in the same way at the next run,
+then becomes ``deleted``, with a ``tenant.deleted`` audit row. Its other rows (agents, tasks,
+conversations, users, tokens, the audit log) stay.
+
 ``partitions.drop``: the database function ``drop_message_partitions()`` (migration 0012)
 detaches and drops the monthly partitions wholly older than the longest tenant retention, once
 retention.messages has emptied them.
@@ -30,9 +35,13 @@ from typing import Any
 from platformkit.db.scope import Pool, tenant_transaction, transaction
 from platformkit.jobs import LeaderLoop, LockKey, shard_keys
 
+from agentbus.actions.audit import record_action
+from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.gateway.objectstore import ObjectStore
 from agentbus.gateway.store import blobs
+from agentbus.ids import format_id
+from agentbus.store.tenants import set_tenant_status
 
 log = logging.getLogger(__name__)
 Row = dict[str, Any]
@@ -41,6 +50,8 @@ MESSAGES_LOOP = "agentbus.retention.messages"
 DROP_LOOP = "agentbus.partitions.drop"
 HOURLY, DAILY = 3600.0, 24 * 3600.0
 BATCH = 10_000
+EVERYTHING = -1
+"""A retention that takes every message: ``accepted_at`` before tomorrow."""
 
 # The tenant's oldest rows through the primary key (tenant_id, accepted_at, id); the deletes of
 # the other tables reach them through their msg_id indexes.
@@ -67,7 +78,10 @@ class Retention:
 
     async def tenants(self, shard: int) -> list[Row]:
         async with transaction(self.pool) as conn:
-            cur = await conn.execute("SELECT id, retention_days FROM platform_tenants()")
+            cur = await conn.execute(
+                "SELECT id, retention_days, status::text AS status FROM platform_tenants()"
+                " WHERE status <> 'deleted'"
+            )
             rows = await cur.fetchall()
         return [r for r in rows if r["id"].int % self.shards == shard]
 
@@ -81,32 +95,50 @@ class Retention:
             await self.objects.delete_many([row["payload_ref"] for row in gone])
         return len(gone)
 
-    async def expire_blobs_batch(self, tenant_id: uuid.UUID) -> int:
-        """One batch of the tenant's blobs past ``expires_at``, objects first; how many."""
+    async def expire_blobs_batch(self, tenant_id: uuid.UUID, *, every: bool = False) -> int:
+        """One batch of the tenant's blobs past ``expires_at`` (``every`` one, for a tenant
+        being deleted), objects first; how many."""
         async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
-            keys = await blobs.delete_expired(conn, tenant_id, self.batch)
+            delete = blobs.delete_any if every else blobs.delete_expired
+            keys = await delete(conn, tenant_id, self.batch)
             await self.objects.delete_many(keys)
         return len(keys)
 
     async def expire_tenant(self, tenant_id: uuid.UUID, retention_days: int) -> int:
-        """Messages past retention, then blobs past ``expires_at``; how many messages."""
+        """Messages past retention, then blobs past ``expires_at``; how many messages. A
+        retention of ``EVERYTHING`` takes every message and every blob."""
         deleted = 0
         while True:
             count = await self.expire_batch(tenant_id, retention_days)
             deleted += count
             if count < self.batch:
                 break
-        while await self.expire_blobs_batch(tenant_id) == self.batch:
+        every = retention_days == EVERYTHING
+        while await self.expire_blobs_batch(tenant_id, every=every) == self.batch:
             pass
         return deleted
+
+    async def finish_deletion(self, tenant_id: uuid.UUID, messages: int) -> None:
+        """``deleting`` -> ``deleted`` once its messages and blobs are gone."""
+        ctx = Ctx(self.pool, Actor.system("retention"))
+        async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
+            if await set_tenant_status(conn, tenant_id, "deleted", only_from=["deleting"]):
+                await record_action(
+                    conn, ctx, tenant_id, "tenant.deleted", target_type="tenant",
+                    target_id=format_id("ten", tenant_id), details={"messages": messages},
+                )  # fmt: skip
 
     async def run_once(self, shard: int = 0) -> int:
         """Every tenant of the shard; how many messages were deleted in all. A tenant that
         fails (its object store down, say) is logged and left for the next run."""
         deleted = 0
         for tenant in await self.tenants(shard):
+            shredded = tenant["status"] == "deleting"
+            days = EVERYTHING if shredded else tenant["retention_days"]
             try:
-                count = await self.expire_tenant(tenant["id"], tenant["retention_days"])
+                count = await self.expire_tenant(tenant["id"], days)
+                if shredded:
+                    await self.finish_deletion(tenant["id"], count)
             except Exception:
                 log.exception("retention of tenant %s failed; trying again next run", tenant["id"])
                 continue

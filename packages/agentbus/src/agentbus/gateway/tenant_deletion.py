@@ -5,9 +5,9 @@ without it): the tenant becomes ``deleting``, every integration token is revoked
 disabled, and every ``tenant_keys`` row is destroyed, its wrapped key overwritten with zeros.
 From the commit on no payload or blob of the tenant can be opened again, whatever is left in the
 object store; the gateway forgets the tenant's keys, and the tenant's JetStream stream (copies
-that name payloads nobody can open any more) is deleted. Step 4, the hard deletes of rows and
-objects over the following 30 days, is not run yet: the rows stay, unreadable where they held
-payloads, and ``audit_actions`` keeps the deletion.
+that name payloads nobody can open any more) is deleted. Step 4 is the retention job's next run
+(``controllers.retention``): every message and blob goes with its objects, and the tenant
+becomes ``deleted``; its other rows, and ``audit_actions`` with the deletion, stay.
 """
 
 from __future__ import annotations

@@ -61,6 +61,19 @@ async def reference(
     return {row["id"] for row in await cur.fetchall()}
 
 
+async def delete_any(conn: Conn, tenant_id: uuid.UUID, limit: int) -> list[str]:
+    """Up to ``limit`` of the tenant's blobs, whatever their ``expires_at`` (a tenant being
+    deleted); their object keys."""
+    cur = await conn.execute(
+        """DELETE FROM blobs b USING (
+               SELECT id FROM blobs WHERE tenant_id = %(t)s LIMIT %(limit)s) AS doomed
+            WHERE b.tenant_id = %(t)s AND b.id = doomed.id
+        RETURNING b.s3_key""",
+        {"t": tenant_id, "limit": limit},
+    )
+    return [row["s3_key"] for row in await cur.fetchall()]
+
+
 async def delete_expired(conn: Conn, tenant_id: uuid.UUID, limit: int) -> list[str]:
     """Up to ``limit`` of the tenant's blobs past ``expires_at``, deleted; their object keys.
     The target row's ``expires_at`` is checked again: a send that attached the blob meanwhile
