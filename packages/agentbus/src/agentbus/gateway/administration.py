@@ -85,7 +85,7 @@ def _id(prefix: str, text: str, field: str) -> uuid.UUID:
         raise RequestInvalid(f"{field} takes a {prefix}_ id", field=field) from exc
 
 
-def path_id(prefix: str, text: str) -> uuid.UUID:
+def _path_id(prefix: str, text: str) -> uuid.UUID:
     """An id from a path: anything else is AB-8002, as for what does not exist."""
     try:
         return parse_id(prefix, text)
@@ -197,7 +197,7 @@ async def list_tokens(
 
 
 async def read_token(ctx: Ctx, tenant_id: uuid.UUID, token_ref: str) -> dict[str, Any]:
-    row = await tokens.get_integration_token(ctx, tenant_id, path_id("tok", token_ref))
+    row = await tokens.get_integration_token(ctx, tenant_id, _path_id("tok", token_ref))
     return token_view(row)
 
 
@@ -205,7 +205,7 @@ async def revoke_token(
     ctx: Ctx, tenant_id: uuid.UUID, token_ref: str, reason: str | None
 ) -> dict[str, Any]:
     row = await tokens.revoke_integration_token(
-        ctx, tenant_id, path_id("tok", token_ref), reason=reason
+        ctx, tenant_id, _path_id("tok", token_ref), reason=reason
     )
     return token_view(row)
 
@@ -223,7 +223,7 @@ async def list_workspaces(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]
 
 
 async def read_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> dict[str, Any]:
-    return workspace_view(await workspaces.get_workspace(ctx, tenant_id, path_id("ws", ws_ref)))
+    return workspace_view(await workspaces.get_workspace(ctx, tenant_id, _path_id("ws", ws_ref)))
 
 
 async def change_workspace(
@@ -233,16 +233,16 @@ async def change_workspace(
     for name in ("display_name", "settings"):
         if name in changes and changes[name] is None:
             raise RequestInvalid(f"{name} cannot be null", field=name)
-    row = await workspaces.update_workspace(ctx, tenant_id, path_id("ws", ws_ref), changes)
+    row = await workspaces.update_workspace(ctx, tenant_id, _path_id("ws", ws_ref), changes)
     return workspace_view(row)
 
 
 async def delete_workspace(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> None:
-    await workspaces.delete_workspace(ctx, tenant_id, path_id("ws", ws_ref))
+    await workspaces.delete_workspace(ctx, tenant_id, _path_id("ws", ws_ref))
 
 
 async def list_members(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str) -> list[dict[str, Any]]:
-    rows = await workspaces.list_members(ctx, tenant_id, path_id("ws", ws_ref))
+    rows = await workspaces.list_members(ctx, tenant_id, _path_id("ws", ws_ref))
     return [member_view(row) for row in rows]
 
 
@@ -250,13 +250,15 @@ async def set_member(
     ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, user_ref: str, body: Membership
 ) -> dict[str, Any]:
     row = await workspaces.set_member(
-        ctx, tenant_id, path_id("ws", ws_ref), path_id("usr", user_ref), body.role
+        ctx, tenant_id, _path_id("ws", ws_ref), _path_id("usr", user_ref), body.role
     )
     return member_view(row)
 
 
 async def remove_member(ctx: Ctx, tenant_id: uuid.UUID, ws_ref: str, user_ref: str) -> None:
-    await workspaces.remove_member(ctx, tenant_id, path_id("ws", ws_ref), path_id("usr", user_ref))
+    await workspaces.remove_member(
+        ctx, tenant_id, _path_id("ws", ws_ref), _path_id("usr", user_ref)
+    )
 
 
 async def list_users(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
@@ -264,23 +266,27 @@ async def list_users(ctx: Ctx, tenant_id: uuid.UUID) -> list[dict[str, Any]]:
 
 
 async def read_user(ctx: Ctx, tenant_id: uuid.UUID, user_ref: str) -> dict[str, Any]:
-    return user_view(await users.get_user(ctx, tenant_id, path_id("usr", user_ref)))
+    return user_view(await users.get_user(ctx, tenant_id, _path_id("usr", user_ref)))
 
 
 async def change_user(
     ctx: Ctx, tenant_id: uuid.UUID, user_ref: str, body: UserChange
 ) -> dict[str, Any]:
     row, in_force = await users.change_user(
-        ctx, tenant_id, path_id("usr", user_ref), status=body.status,
+        ctx, tenant_id, _path_id("usr", user_ref), status=body.status,
         tenant_role=body.tenant_role,
     )  # fmt: skip
     return {**user_view(row), "active_tokens": [format_id("tok", t["id"]) for t in in_force]}
 
 
-async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[str, Any]:
-    """The caller's own tenant; any other id is AB-8002."""
-    if path_id("ten", tenant_ref) != tenant_id:
+def own_tenant(tenant_id: uuid.UUID, tenant_ref: str) -> None:
+    """A tenant route names the caller's own tenant; any other id is AB-8002."""
+    if _path_id("ten", tenant_ref) != tenant_id:
         raise NotFound(f"no tenant {tenant_ref}")
+
+
+async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[str, Any]:
+    own_tenant(tenant_id, tenant_ref)
     row, limits = await tenants.read_tenant(ctx, tenant_id)
     return {**tenant_view(row), "limits": limits}
 
@@ -288,10 +294,8 @@ async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID, tenant_ref: str) -> dict[s
 async def change_tenant(
     ctx: Ctx, gw: Gateway, tenant_id: uuid.UUID, tenant_ref: str, body: TenantChange
 ) -> dict[str, Any]:
-    """The caller's own tenant (any other id is AB-8002); a new retention reaches the tenant's
-    stream after the commit."""
-    if path_id("ten", tenant_ref) != tenant_id:
-        raise NotFound(f"no tenant {tenant_ref}")
+    """A new retention reaches the tenant's stream after the commit."""
+    own_tenant(tenant_id, tenant_ref)
     changes = body.model_dump(exclude_unset=True)
     for name, value in changes.items():
         if value is None:

@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse, Response
 
 from agentbus.actions import tenants
 from agentbus.actions.context import Ctx
-from agentbus.errors import NotFound
 from agentbus.gateway import administration as adm
 from agentbus.gateway import operator, tenant_deletion
 from agentbus.gateway.auth import authenticate_token, client_ip
@@ -86,8 +85,7 @@ async def patch_tenant(request: Request, tenant_id: str, who: Caller) -> dict[st
 async def delete_tenant(request: Request, tenant_id: str, who: Caller) -> dict[str, Any]:
     """Crypto-shred the tenant (its owner, with ``AgentBus-Confirm: <ten_ id>``): payloads and
     blobs become unreadable at once; tokens are revoked and agents disabled."""
-    if adm.path_id("ten", tenant_id) != who.tenant_id:
-        raise NotFound(f"no tenant {tenant_id}")
+    adm.own_tenant(who.tenant_id, tenant_id)
     confirm = request.headers.get(tenant_deletion.CONFIRM_HEADER)
     row = await tenant_deletion.delete_tenant(who.ctx, get_gateway(request), who.tenant_id, confirm)
     return adm.tenant_view(row)
