@@ -20,7 +20,7 @@ from agentbus import broker
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testing import TcpGate, serving
-from agentbus.gateway.testkit import Socket, alice_and_bob, post_signed
+from agentbus.gateway.testkit import SimAgent, Socket, World, alice_and_bob, post_signed
 from agentbus.ids import parse_id
 from fastapi import FastAPI
 
@@ -53,6 +53,17 @@ async def gated(
         yield opened
 
 
+Acme = tuple[FastAPI, httpx.AsyncClient, Gateway, tuple[World, SimAgent, SimAgent]]
+
+
+@pytest.fixture
+async def acme(gated: tuple[FastAPI, httpx.AsyncClient]) -> Acme:
+    """The gated app, its client and gateway, and tenant acme with alice and bob."""
+    app, client = gated
+    gateway: Gateway = app.state.gateway
+    return app, client, gateway, await alice_and_bob(gateway, client)
+
+
 def refused_for_the_database(reply: httpx.Response) -> bool:
     return (
         reply.status_code == 503
@@ -76,11 +87,9 @@ async def frames_for(ws: Socket, seconds: float, deliveries: int = 0) -> list[di
 
 
 async def test_an_outage_refuses_requests_pauses_pulls_and_loses_nothing(
-    gated: tuple[FastAPI, httpx.AsyncClient], gate: TcpGate
+    acme: Acme, gate: TcpGate
 ) -> None:
-    app, client = gated
-    gateway: Gateway = app.state.gateway
-    world, alice, bob = await alice_and_bob(gateway, client)
+    app, client, gateway, (world, alice, bob) = acme
     ws = Socket(app, bob.credential)
     await ws.connect()
     try:
@@ -123,11 +132,9 @@ async def test_an_outage_refuses_requests_pauses_pulls_and_loses_nothing(
 
 
 async def test_a_long_poll_during_the_outage_is_refused_and_holds_no_copy(
-    gated: tuple[FastAPI, httpx.AsyncClient], gate: TcpGate
+    acme: Acme, gate: TcpGate
 ) -> None:
-    app, client = gated
-    gateway: Gateway = app.state.gateway
-    world, alice, bob = await alice_and_bob(gateway, client)
+    _app, client, gateway, (world, alice, bob) = acme
     assert (await post_signed(client, alice, alice.envelope(bob.address, FIRST))).status_code == 202
     await gate.cut()
     polled = await client.get("/v1/inbox", params={"wait_s": 1}, headers=bob.headers())

@@ -103,8 +103,8 @@ class DeliveryService:
             conn.drain()
 
     def __post_init__(self) -> None:
-        where = getattr(self.gateway.objects, "description", "")
-        self.store = Dependency(f"object store {where}".strip(), self._store_answers)
+        where = self.gateway.objects.description
+        self.store = Dependency(f"object store {where}", self._store_answers)
         self.database = Dependency("PostgreSQL", self._database_answers)
 
     async def pulls_may_go_on(self, wait_s: float, stop: asyncio.Event | None) -> bool:

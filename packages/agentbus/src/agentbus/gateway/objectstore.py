@@ -39,6 +39,9 @@ class ObjectMissing(LookupError):
 
 
 class ObjectStore(Protocol):
+    description: str
+    """Where the objects are, for logs (``local:<dir>``, the configured URL)."""
+
     async def put_many(self, objects: list[tuple[str, bytes]]) -> None:
         """Every (key, data) stored when it returns; the first failure raises."""
         ...
