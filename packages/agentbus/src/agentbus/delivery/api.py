@@ -1,11 +1,13 @@
-"""Delivery routes (04-API-SPEC.md §5), plain Starlette routes on the app's router (agent hot
-paths stay out of FastAPI's per-request machinery and out of OpenAPI):
+"""Delivery routes (04-API-SPEC.md §5), plain Starlette routes that the app puts on its own
+router ahead of the included FastAPI routers (agent hot paths stay out of FastAPI's per-request
+machinery, its route matching included, and out of OpenAPI):
 
 - ``GET /v1/inbox`` long-poll, ``GET /v1/inbox/ws`` WebSocket (``delivery.ws``);
 - ``POST /v1/inbox/ack`` transport ack, ``/nak``, ``/term`` (refuse), ``/read`` application ack.
 
-Only the recipient's own credential with ``receive`` may use them. The router's lifespan (run
-inside the gateway's) installs the task rules and starts delivery's background work.
+Only the recipient's own credential with ``receive`` may use them. ``router`` carries
+no routes, only the lifespan (run inside the gateway's) that installs the task rules and
+starts delivery's background work.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from fastapi import APIRouter, FastAPI
 from platformkit.http import FastJSONResponse
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route, WebSocketRoute
 
 from agentbus.delivery import bodies, longpoll, pull, settle
 from agentbus.delivery.background import background
@@ -102,9 +105,11 @@ async def post_read(request: Request) -> Response:
     return FastJSONResponse({"results": await settle.read(svc, who, items)})
 
 
-router.add_route("/v1/inbox", get_inbox, methods=["GET"], include_in_schema=False)
-router.add_route("/v1/inbox/ack", post_ack, methods=["POST"], include_in_schema=False)
-router.add_route("/v1/inbox/nak", post_nak, methods=["POST"], include_in_schema=False)
-router.add_route("/v1/inbox/term", post_term, methods=["POST"], include_in_schema=False)
-router.add_route("/v1/inbox/read", post_read, methods=["POST"], include_in_schema=False)
-router.add_websocket_route("/v1/inbox/ws", inbox_socket)
+routes = [
+    Route("/v1/inbox", get_inbox, methods=["GET"]),
+    Route("/v1/inbox/read", post_read, methods=["POST"]),
+    Route("/v1/inbox/ack", post_ack, methods=["POST"]),
+    Route("/v1/inbox/nak", post_nak, methods=["POST"]),
+    Route("/v1/inbox/term", post_term, methods=["POST"]),
+    WebSocketRoute("/v1/inbox/ws", inbox_socket),
+]

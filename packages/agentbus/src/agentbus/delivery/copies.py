@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nats.aio.msg import Msg
-from platformkit.db.scope import tenant_transaction
+from platformkit.db.scope import Conn
 
-from agentbus.db import SCOPE, pipelined_transaction
 from agentbus.delivery import store
 from agentbus.delivery.domain import (
     PAYLOAD_INTEGRITY,
@@ -85,10 +84,10 @@ def parse_copy(msg: Msg) -> Copy:
     return Copy(msg, msg_id, subject.delivered, subject.stream_seq, subject.pending)
 
 
-async def triage_all(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
+async def triage_all(conn: Conn, who: AgentPrincipal, copies: list[Copy]) -> None:
+    """Reads the copies' rows (locking nothing) on ``conn``, in the agent's tenant scope."""
     ids = [c.msg_id for c in copies if c.msg_id is not None]
-    async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
-        rows = await store.load(conn, who.tenant_id, who.agent_id, ids)
+    rows = await store.load(conn, who.tenant_id, who.agent_id, ids)
     now = datetime.now(UTC)
     for copy in copies:
         copy.row = rows.get(copy.msg_id) if copy.msg_id is not None else None
@@ -108,16 +107,17 @@ def _deliverable(copies: list[Copy]) -> list[tuple[Copy, Row]]:
     return [(c, c.row) for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
 
 
-async def recheck_policy(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
+async def recheck_policy(
+    svc: DeliveryService, conn: Conn, who: AgentPrincipal, copies: list[Copy]
+) -> None:
     policy, found = svc.gateway.policy, _deliverable(copies)
     if isinstance(policy, AllowAll) or not found:
         return
-    async with tenant_transaction(svc.gateway.pool, SCOPE, who.tenant_id) as conn:
-        recipient = await get_agent(conn, who.tenant_id, who.agent_id)
-        senders = {
-            sid: await get_agent(conn, who.tenant_id, sid)
-            for sid in {row["from_agent_id"] for _c, row in found}
-        }
+    recipient = await get_agent(conn, who.tenant_id, who.agent_id)
+    senders = {
+        sid: await get_agent(conn, who.tenant_id, sid)
+        for sid in {row["from_agent_id"] for _c, row in found}
+    }
     for copy, row in found:
         sender = senders.get(row["from_agent_id"])
         if recipient is None or sender is None:

@@ -5,7 +5,9 @@ that moment, and never leaves a pull request behind that could swallow a later m
 
 1. a ``no_wait`` request for up to ``batch``: whatever is pending now, ended by a status;
 2. if nothing came, a lingering request for exactly **one** message that expires at the wait;
-3. once that message arrives, another ``no_wait`` request for the rest.
+3. once that message arrives, another ``no_wait`` request for the rest, unless its ack subject
+   says nothing else was pending (a message that lands later waits for the next pull, as it
+   would have after step 3: the paced long-poll's usual case, one round trip fewer).
 
 Every request goes to a fresh inbox that is unsubscribed at the end; the server drops waiting
 requests whose reply subject lost interest, so an abandoned long-poll releases its request, and
@@ -28,6 +30,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from agentbus.delivery.domain import MAX_WAIT_S
+from agentbus.delivery.tokens import InvalidAckToken, parse_ack_subject
 
 STATUS = "Status"
 NO_RESPONDERS = "503"
@@ -98,12 +101,22 @@ async def pull(
         first = await _first(queue, wait_s + 1.0, stop)
         if first is None:
             return []
-        rest = await _drain(nc, subject, inbox, queue, batch - 1, max_bytes) if batch > 1 else []
-        return [first, *rest]
+        if batch <= 1 or _nothing_pending_after(first):
+            return [first]
+        return [first, *await _drain(nc, subject, inbox, queue, batch - 1, max_bytes)]
     finally:
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
         await _release(nc, queue)
+
+
+def _nothing_pending_after(msg: Msg) -> bool:
+    """The consumer had nothing else pending when it delivered ``msg`` (the last field of its
+    ack subject); False when the subject does not say."""
+    try:
+        return parse_ack_subject(msg.reply or "").pending == 0
+    except InvalidAckToken:
+        return False
 
 
 async def _release(nc: Client, queue: asyncio.Queue[Msg]) -> None:

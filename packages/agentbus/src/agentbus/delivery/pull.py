@@ -1,9 +1,11 @@
 """Handing out deliveries (05-DELIVERY-SEMANTICS.md §4 steps 2-4).
 
-Pull from the agent's consumer; decide about every copy (``copies``: triage, policy re-check,
-payload); then one transaction for the whole pull (``fetched``, attempts, ``last_fetched_at``,
-sequence, and the copies dropped as expired, discarded or dead-lettered); then the settles of
-dropped copies; then the answer, in stream order, each delivery with its ack token.
+Pull from the agent's consumer; then one transaction for the whole pull: decide about every
+copy (``copies``: triage on the rows it reads, policy re-check, payload) and write the
+outcome (``fetched``, attempts, ``last_fetched_at``, sequence, and the copies dropped as
+expired, discarded or dead-lettered); then the settles of dropped copies; then the answer, in
+stream order, each delivery with its ack token. The triage reads lock nothing, so the
+transaction holds no row while the payloads are read; the writes lock their rows at the end.
 """
 
 from __future__ import annotations
@@ -68,10 +70,13 @@ async def fetch(
         copies = await _pull(svc, who, nc, wait_s, max_items, max_bytes, stop)
         if not copies:
             return []
-        await triage_all(svc, who, copies)
-        await recheck_policy(svc, who, copies)
-        await load_payloads(svc, who, copies)
-        keys = await _commit(svc, who, copies)
+        notes: Notes = []
+        async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
+            await triage_all(conn, who, copies)
+            await recheck_policy(svc, conn, who, copies)
+            await load_payloads(svc, who, copies)
+            keys = await _write(svc, conn, who, copies, notes)
+        await notices.publish(svc.gateway.broker, notes)
     except Exception as exc:
         if not database_unreachable(exc):
             raise
@@ -122,34 +127,33 @@ async def _pull(
     return copies
 
 
-async def _commit(
-    svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]
+async def _write(
+    svc: DeliveryService, conn: Conn, who: AgentPrincipal, copies: list[Copy], notes: Notes
 ) -> dict[uuid.UUID, Row]:
-    """One transaction for the pull; returns the sender keys of the deliveries."""
+    """The pull's writes; returns the sender keys of the deliveries. ``notes`` gets the status
+    notices to publish after the commit. A delivery whose message turned terminal meanwhile
+    (sweeper, term) is dropped after all."""
     handed = [c for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
-    notes: Notes = []
-    async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
-        for copy in copies:
-            row = copy.row
-            if row is None:
-                continue
-            if copy.verdict is Triage.EXPIRED:
-                await outcomes.expire(conn, who.tenant_id, row, notes)
-            elif copy.discard:
-                await outcomes.discard(conn, who.tenant_id, row, notes)
-            elif copy.dlq_reason is not None:
-                await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
-            elif copy.settle == "nak" and copy.verdict is not Triage.AHEAD:
-                await outcomes.nak(conn, who.tenant_id, who.agent_id, row, copy.nak_ms)
-        moved = await store.mark_fetched(
-            conn, who.tenant_id, who.agent_id,
-            [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
-             for c in handed if (row := c.row) is not None],
-        )  # fmt: skip
-        keys = await _sender_keys(svc, conn, who, handed)
-    await notices.publish(svc.gateway.broker, notes)
+    for copy in copies:
+        row = copy.row
+        if row is None:
+            continue
+        if copy.verdict is Triage.EXPIRED:
+            await outcomes.expire(conn, who.tenant_id, row, notes)
+        elif copy.discard:
+            await outcomes.discard(conn, who.tenant_id, row, notes)
+        elif copy.dlq_reason is not None:
+            await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
+        elif copy.settle == "nak" and copy.verdict is not Triage.AHEAD:
+            await outcomes.nak(conn, who.tenant_id, who.agent_id, row, copy.nak_ms)
+    moved = await store.mark_fetched(
+        conn, who.tenant_id, who.agent_id,
+        [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
+         for c in handed if (row := c.row) is not None],
+    )  # fmt: skip
+    keys = await _sender_keys(svc, conn, who, handed)
     for copy in handed:
-        if copy.msg_id not in moved:  # terminal meanwhile (sweeper, term): drop it after all
+        if copy.msg_id not in moved:
             copy.drop("ack")
     return keys
 

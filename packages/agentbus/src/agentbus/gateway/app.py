@@ -108,6 +108,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         responses=http_kernel.problem_responses("4XX", "5XX"),
     )
     app.router.routes.extend(api_send.routes)
+    app.router.routes.extend(delivery_api.routes)
     app.router.routes.extend(api_blobs.routes)
     app.router.routes.extend(api_presence.routes)
     app.include_router(api.router)
