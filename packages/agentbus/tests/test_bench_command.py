@@ -17,6 +17,7 @@ import nats
 import psycopg
 import pytest
 from agentbus import bench
+from agentbus.gateway.config import GatewaySettings
 
 
 async def _stream_names(nats_url: str) -> list[str]:
@@ -139,3 +140,13 @@ async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(
     assert process.returncode != 0
     assert _bench_databases(pg_admin_url) == []
     assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}
+
+
+def test_the_gateway_runs_without_request_rates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dep = bench.Deployment(tmp_path, "postgresql://db.invalid/x", "nats://nats.invalid:4222", 1)
+    for name, value in dep.gateway_environment().items():
+        if name.startswith("AGENTBUS_"):
+            monkeypatch.setenv(name, value)
+    assert GatewaySettings().request_rate_limits is False

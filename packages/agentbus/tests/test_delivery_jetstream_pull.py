@@ -78,9 +78,7 @@ def _delivered(pending: int) -> Msg:
 
 
 @pytest.mark.parametrize(("reply_pending", "expected"), [(0, True), (2, False)])
-def test_the_ack_subject_tells_whether_more_was_pending(
-    reply_pending: int, expected: bool
-) -> None:
+def test_the_ack_subject_tells_whether_more_was_pending(reply_pending: int, expected: bool) -> None:
     assert jetstream._nothing_pending_after(_delivered(reply_pending)) is expected
 
 
