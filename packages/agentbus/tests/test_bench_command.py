@@ -74,6 +74,10 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
         assert row["msgs_per_sec"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+        # each message reached its receiver before its read was answered
+        assert 0 < row["delivered_p50_ms"] <= row["p50_ms"]
+        assert row["delivered_p99_ms"] <= row["p99_ms"]
+        assert (row.get("accepted_p50_ms", 0) > 0) == (row["bench"] == "gateway")
     gateway_cpu = runs[("gateway", "paced")]["cpu_ms_per_msg"]
     assert gateway_cpu["gateway"] > 0
     assert "nats" not in gateway_cpu  # not the bench's own NATS
@@ -106,6 +110,10 @@ async def test_bench_over_the_delivery_websocket(
     for row in runs:
         assert (row["acked"], row["errors"]) == (40, 0), row
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
+        # each message reached its receiver before its read was answered
+        assert 0 < row["delivered_p50_ms"] <= row["p50_ms"]
+        assert row["delivered_p99_ms"] <= row["p99_ms"]
+        assert (row.get("accepted_p50_ms", 0) > 0) == (row["bench"] == "gateway")
     assert "goals" in rows[-1]
     assert _bench_databases(pg_admin_url) == []
 

@@ -106,6 +106,9 @@ class Result:
     messages: int
     rate: float | None
     latencies_ms: list[float] = field(default_factory=list)
+    # of the acked messages, from queued: to the send's answer (gateway runs), to the receiver
+    accepted_ms: list[float] = field(default_factory=list)
+    delivered_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     errors: int = 0
     cpu_ms_per_msg: dict[str, float] | None = None
@@ -116,9 +119,7 @@ class Result:
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
-
-        def pct(p: float) -> float | None:
-            return round(lat[min(len(lat) - 1, int(p * len(lat)))], 3) if lat else None
+        stages = {"accepted": self.accepted_ms, "delivered": self.delivered_ms}
 
         return {
             "bench": self.bench,
@@ -129,12 +130,22 @@ class Result:
             "acked": len(lat),
             "errors": self.errors,
             "msgs_per_sec": round(len(lat) / self.elapsed_s, 1) if self.elapsed_s else None,
-            "p50_ms": pct(0.50),
-            "p99_ms": pct(0.99),
+            "p50_ms": percentile(lat, 0.50),
+            "p99_ms": percentile(lat, 0.99),
             "max_ms": round(lat[-1], 3) if lat else None,
             "mean_ms": round(statistics.fmean(lat), 3) if lat else None,
+            **{
+                f"{stage}_{name}_ms": percentile(sorted(times), p)
+                for stage, times in stages.items()
+                if times
+                for name, p in (("p50", 0.50), ("p99", 0.99))
+            },
             "cpu_ms_per_msg": self.cpu_ms_per_msg,
         }
+
+
+def percentile(ordered: list[float], p: float) -> float | None:
+    return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3) if ordered else None
 
 
 @dataclass(frozen=True)
@@ -391,6 +402,8 @@ class Run:
         self.bodies = [lanes[n % len(lanes)].envelope(n) for n in range(result.messages)]
         self.ids = [json.loads(body)["id"] for body in self.bodies]
         self.sent_at: dict[str, float] = {}
+        self.accepted_at: dict[str, float] = {}
+        self.delivered_at: dict[str, float] = {}
         self.remaining = result.messages
         self.done = asyncio.Event()
         self.queued: list[list[int]] = [[] for _ in lanes]
@@ -423,7 +436,9 @@ class Run:
                 )
                 answer = json.loads(content) if status == 200 else {}
                 results = answer.get("results") or [{}] * len(batch)
+                now = time.perf_counter()
                 for n, item in zip(batch, results, strict=True):
+                    self.accepted_at[self.ids[n]] = now
                     if item.get("status") not in (200, 202):
                         self.result.errors += 1
                         self.sent_at.pop(self.ids[n], None)
@@ -434,6 +449,7 @@ class Run:
         while self.remaining > 0:
             pulled = _ok(*await client.json("GET", "/v1/inbox?wait_s=2&max=100"))
             deliveries = pulled.get("deliveries") or []
+            self._arrived(deliveries)
             if deliveries:
                 answer = _ok(*await client.json("POST", "/v1/inbox/read", read_all(deliveries)))
                 self._read(answer.get("results", []))
@@ -455,6 +471,7 @@ class Run:
                 if None in batch:
                     raise benchhttp.HttpError(f"the delivery WebSocket closed ({ws.close_code})")
                 deliveries = [f for f in batch if f is not None and f.get("type") == "delivery"]
+                self._arrived(deliveries)
                 if deliveries:
                     reads = read_all(deliveries)["reads"]
                     self._read(await socket.settle("read", reads))
@@ -462,15 +479,25 @@ class Run:
         finally:
             reading.cancel()
 
+    def _arrived(self, deliveries: list[dict[str, Any]]) -> None:
+        now = time.perf_counter()
+        for delivery in deliveries:
+            self.delivered_at.setdefault(str(delivery.get("msg_id")), now)
+
     def _read(self, results: list[dict[str, Any]]) -> None:
         """The answer to the application ack of some deliveries: their latencies end now."""
         now = time.perf_counter()
         for item in results:
-            started = self.sent_at.pop(str(item.get("msg_id")), None)
+            msg_id = str(item.get("msg_id"))
+            started = self.sent_at.pop(msg_id, None)
             if started is None:
                 continue
             if item.get("result") == "ok":
                 self.result.latencies_ms.append((now - started) * 1000)
+                for stamps, times in ((self.accepted_at, self.result.accepted_ms),
+                                      (self.delivered_at, self.result.delivered_ms)):  # fmt: skip
+                    if (at := stamps.get(msg_id)) is not None:
+                        times.append((at - started) * 1000)
             else:
                 self.result.errors += 1
             self._settled()
@@ -566,12 +593,14 @@ async def raw_nats(nats_url: str, result: Result, payload: bytes, meter: CpuMete
                 batch = await sub.fetch(100, timeout=2)
             except nats.errors.TimeoutError:
                 continue
+            arrived = time.perf_counter()
             await asyncio.gather(*(m.ack_sync() for m in batch))
             now = time.perf_counter()
             for m in batch:
                 started = sent_at.pop((m.headers or {}).get("Nats-Msg-Id", ""), None)
                 if started is not None:
                     result.latencies_ms.append((now - started) * 1000)
+                    result.delivered_ms.append((arrived - started) * 1000)
                     remaining -= 1
 
     try:
@@ -603,13 +632,13 @@ def workdir() -> Iterator[Path]:
 
 def beside(gateway: dict[str, Any], ceiling: dict[str, Any]) -> dict[str, Any]:
     """One mode's gateway figures next to raw JetStream's, and the gateway's share of it."""
-    keys = ("msgs_per_sec", "p50_ms", "p99_ms", "cpu_ms_per_msg")
+    keys = ("msgs_per_sec", "p50_ms", "p99_ms", "delivered_p50_ms", "cpu_ms_per_msg")
     ours, theirs = gateway["msgs_per_sec"], ceiling["msgs_per_sec"]
     return {
         "beside": gateway["mode"],
         "rate": gateway["rate"],
-        "gateway": {k: gateway[k] for k in keys},
-        "nats": {k: ceiling[k] for k in keys},
+        "gateway": {k: gateway.get(k) for k in keys},
+        "nats": {k: ceiling.get(k) for k in keys},
         "share_of_ceiling": round(ours / theirs, 3) if ours and theirs else None,
     }
 
