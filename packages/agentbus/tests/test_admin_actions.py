@@ -18,6 +18,7 @@ from agentbus.errors import (
     NotFound,
     RequestInvalid,
     RoleRequired,
+    StateConflict,
     TenantSuspended,
     TokenInvalid,
 )
@@ -141,6 +142,29 @@ async def test_verify_checks_in_order(agentbus_operator: Ctx, agentbus_db: str) 
     await tenants.suspend_tenant(agentbus_operator, t.tenant["id"])
     with pytest.raises(TenantSuspended):
         await integration_tokens.verify_integration_token(pool, boot.plaintext)
+
+
+async def test_a_suspended_tenant_resumes(agentbus_operator: Ctx, agentbus_db: str) -> None:
+    t = await tenants.create_tenant(
+        agentbus_operator, slug="tenant-r", display_name="R", owner=OWNER
+    )
+    boot, tid, pool = t.bootstrap_token, t.tenant["id"], agentbus_operator.pool
+    assert boot is not None
+    with pytest.raises(StateConflict):  # not suspended
+        await tenants.resume_tenant(agentbus_operator, tid)
+    await tenants.suspend_tenant(agentbus_operator, tid)
+    with pytest.raises(TenantSuspended):
+        await integration_tokens.verify_integration_token(pool, boot.plaintext)
+    resumed = await tenants.resume_tenant(agentbus_operator, tid, reason="paid")
+    assert resumed["status"] == "active"
+    verified = await integration_tokens.verify_integration_token(pool, boot.plaintext)
+    assert verified.tenant_id == tid
+    with psycopg.connect(agentbus_db) as conn:
+        actions = conn.execute(
+            "SELECT action, details->>'reason' FROM audit_actions"
+            " WHERE action IN ('tenant.suspend', 'tenant.resume') ORDER BY at, id"
+        ).fetchall()
+    assert actions == [("tenant.suspend", None), ("tenant.resume", "paid")]
 
 
 @pytest.mark.parametrize(

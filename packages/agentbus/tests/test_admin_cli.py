@@ -179,6 +179,9 @@ def test_listing_users_workspaces_tenants_and_suspending(admin: Admin) -> None:
     again = admin("tenants", "suspend", tenant, ok=False)
     assert "AB-8008" in again.output
     assert [t["status"] for t in admin.json("tenants", "list")] == ["suspended"]
+    admin("tenants", "resume", tenant, "--reason", "paid")
+    assert "AB-8008" in admin("tenants", "resume", tenant, ok=False).output
+    assert [t["status"] for t in admin.json("tenants", "list")] == ["active"]
     bad = admin.runner.invoke(
         cli, ["admin", "tokens", "list", "--tenant", "ten_XYZ"], env=admin.env
     )

@@ -212,6 +212,18 @@ def tenants_suspend(
     console.print(f"suspended {tenant}")
 
 
+@tenants_app.command("resume")
+def tenants_resume(
+    ctx: typer.Context,
+    tenant: Annotated[str, typer.Argument(help="Tenant id (ten_...).")],
+    reason: Annotated[str | None, typer.Option(help="Recorded in the audit row.")] = None,
+) -> None:
+    """Lift a suspension: the tenant's tokens work again."""
+    tid = _id("ten", tenant, "TENANT")
+    _run(ctx, lambda c: tenants.resume_tenant(c, tid, reason=reason))
+    console.print(f"resumed {tenant}")
+
+
 @workspaces_app.command("create")
 def workspaces_create(
     ctx: typer.Context,

@@ -126,6 +126,23 @@ async def suspend_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None =
         return row
 
 
+async def resume_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None) -> Row:
+    """``suspended`` -> ``active``: the tenant's tokens and agents work again (their own
+    revocations and disabled agents stay as they were)."""
+    require_platform(ctx)
+    async with tenant_scope(ctx, tenant_id) as (conn, tenant):
+        row = await tenants.set_tenant_status(conn, tenant_id, "active", only_from=["suspended"])
+        if row is None:
+            raise StateConflict(
+                f"tenant is {tenant['status']}, not suspended", tenant_status=tenant["status"]
+            )
+        await record_action(
+            conn, ctx, tenant_id, "tenant.resume", target_type="tenant",
+            target_id=format_id("ten", tenant_id), details={"reason": reason},
+        )  # fmt: skip
+        return row
+
+
 async def read_tenant(ctx: Ctx, tenant_id: uuid.UUID) -> tuple[Row, dict[str, Any]]:
     """The tenant and its effective plan limits (04 §10.1); a user of another tenant is
     AB-8002."""
