@@ -3,7 +3,8 @@ real S3 server: a message's payload is sealed into the bucket under the tenant's
 delivered decrypted; while the store is down a send is refused with AB-9004 and leaves no row and
 no stream message, and the same signed envelope sent again once the store is back is accepted
 and delivered; and while the store is away from a waiting message, pulls stop (the breaker), so
-the outage burns one delivery attempt, not one per nak delay, and the message arrives after."""
+the outage burns one delivery attempt, not one per nak delay, and the message arrives after; a
+pull whose payload read waits on a slow store holds no transaction open meanwhile."""
 
 from __future__ import annotations
 
@@ -91,16 +92,17 @@ def store_later(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3S
 
 @contextlib.asynccontextmanager
 async def gateway_on(
-    tmp_path: Path, agentbus_db: str, nats_url: str, store_url: str
+    tmp_path: Path, agentbus_db: str, nats_url: str, store_url: str, timeout_s: float = 1.0
 ) -> AsyncIterator[tuple[Gateway, httpx.AsyncClient]]:
-    """The gateway app with its payloads at ``store_url``, a request to the store given 1 s."""
+    """The gateway app with its payloads at ``store_url``, a request to the store given
+    ``timeout_s``."""
     settings = GatewaySettings(
         database_url=agentbus_db,
         nats_url=nats_url,
         config_dir=tmp_path / "config",
         background=False,
         object_store_url=store_url,
-        object_store_timeout_s=1.0,
+        object_store_timeout_s=timeout_s,
     )
     async with serving(settings) as (app, client):
         yield app.state.gateway, client
@@ -176,4 +178,42 @@ async def test_pulls_stop_while_the_store_is_away_and_the_message_arrives_after(
         while not deliveries and time.monotonic() - back < 15:
             deliveries = (await poll_inbox(client, bob, wait_s=5))["deliveries"]
         assert [(d["envelope"]["data"], d["attempt"]) for d in deliveries] == [(SECRET, 2)]
+    await gate.cut()
+
+
+def open_transactions(url: str) -> int:
+    """The other sessions of the database inside a transaction (a pipelined one reads as
+    ``active`` between its statements, so the state alone does not tell)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            """SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND xact_start IS NOT NULL
+                  AND pid <> pg_backend_pid()"""
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+async def test_a_pull_reading_from_a_slow_store_holds_no_transaction_open(
+    tmp_path: Path,
+    agentbus_db: str,
+    nats_url: str,
+    s3_server: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bucket = s3_server.bucket(monkeypatch)
+    gate = TcpGate(s3_server.port)
+    await gate.open()
+    aim(monkeypatch, gate.endpoint)
+    async with gateway_on(tmp_path, agentbus_db, nats_url, bucket, timeout_s=10) as (gw, client):
+        _world, alice, bob = await alice_and_bob(gw, client)
+        env = alice.sign(alice.envelope(bob.address, SECRET))
+        assert (await post_signed(client, alice, env)).status_code == 202
+
+        gate.stall()
+        pull = asyncio.create_task(poll_inbox(client, bob, wait_s=5))
+        await asyncio.wait_for(gate.holding.wait(), 10)  # the payload's read is on its way
+        assert open_transactions(agentbus_db) == 0, "the pull waits on the store in a transaction"
+        gate.flow()
+        assert [d["envelope"]["data"] for d in (await pull)["deliveries"]] == [SECRET]
     await gate.cut()

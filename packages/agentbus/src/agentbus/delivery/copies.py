@@ -140,14 +140,19 @@ async def recheck_policy(
             copy.discard = True
 
 
-async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]) -> None:
-    """Every deliverable copy's payload, ``LOAD_CONCURRENCY`` object reads at a time."""
+async def load_payloads(
+    svc: DeliveryService, who: AgentPrincipal, copies: list[Copy]
+) -> list[Copy]:
+    """Every deliverable copy's payload, ``LOAD_CONCURRENCY`` object reads at a time; the
+    copies it dropped instead."""
     limit = asyncio.Semaphore(LOAD_CONCURRENCY)
+    failed: list[Copy] = []
 
     async def one(copy: Copy, row: Row) -> None:
         async with limit:
             try:
                 copy.data = await svc.load_data(who.tenant_id, row)
+                return
             except PayloadIntegrityFailed:
                 copy.drop("term")
                 copy.dlq_reason = PAYLOAD_INTEGRITY
@@ -156,5 +161,7 @@ async def load_payloads(svc: DeliveryService, who: AgentPrincipal, copies: list[
                 svc.store.failed(time.monotonic())
             except KeyUnavailable:
                 copy.drop("nak", NAK_AFTER_KEY_FAILURE_MS)
+            failed.append(copy)
 
     await asyncio.gather(*(one(copy, row) for copy, row in _deliverable(copies)))
+    return failed

@@ -1,11 +1,12 @@
 """Handing out deliveries (05-DELIVERY-SEMANTICS.md §4 steps 2-4).
 
 Pull from the agent's consumer; then one transaction for the whole pull: decide about every
-copy (``copies``: triage on the rows it reads, policy re-check, payload) and write the
-outcome (``fetched``, attempts, ``last_fetched_at``, sequence, and the copies dropped as
-expired, discarded or dead-lettered); then the settles of dropped copies; then the answer, in
-stream order, each delivery with its ack token. The triage reads lock nothing, so the
-transaction holds no row while the payloads are read; the writes lock their rows at the end.
+copy (``copies``: triage on the rows it reads, policy re-check) and write the outcome
+(``fetched``, attempts, ``last_fetched_at``, sequence, and the copies dropped as expired or
+discarded). Then the payloads, outside any transaction, so a slow object store holds no
+database connection; a copy whose payload fails is recorded by a transaction of its own (a
+dead letter, or a nak as the recipient's own would be). Then the settles of dropped copies;
+then the answer, in stream order, each delivery with its ack token.
 """
 
 from __future__ import annotations
@@ -74,8 +75,11 @@ async def fetch(
         async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
             await triage_all(conn, who, copies)
             await recheck_policy(svc, conn, who, copies)
-            await load_payloads(svc, who, copies)
             keys = await _write(svc, conn, who, copies, notes)
+        failed = await load_payloads(svc, who, copies)
+        if failed:
+            async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
+                await _record_drops(conn, who, failed, notes)
         await notices.publish(svc.gateway.broker, notes)
     except Exception as exc:
         if not database_unreachable(exc):
@@ -134,6 +138,22 @@ async def _write(
     notices to publish after the commit. A delivery whose message turned terminal meanwhile
     (sweeper, term) is dropped after all."""
     handed = [c for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
+    await _record_drops(conn, who, copies, notes)
+    moved = await store.mark_fetched(
+        conn, who.tenant_id, who.agent_id,
+        [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
+         for c in handed if (row := c.row) is not None],
+    )  # fmt: skip
+    keys = await _sender_keys(svc, conn, who, handed)
+    for copy in handed:
+        if copy.msg_id not in moved:
+            copy.drop("ack")
+    return keys
+
+
+async def _record_drops(conn: Conn, who: AgentPrincipal, copies: list[Copy], notes: Notes) -> None:
+    """What became of the copies the gateway dropped itself: expired, discarded, dead-lettered,
+    or naked for later (a redrive's copy ahead of its commit is not a nak of the message)."""
     for copy in copies:
         row = copy.row
         if row is None:
@@ -146,16 +166,6 @@ async def _write(
             await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
         elif copy.settle == "nak" and copy.verdict is not Triage.AHEAD:
             await outcomes.nak(conn, who.tenant_id, who.agent_id, row, copy.nak_ms)
-    moved = await store.mark_fetched(
-        conn, who.tenant_id, who.agent_id,
-        [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
-         for c in handed if (row := c.row) is not None],
-    )  # fmt: skip
-    keys = await _sender_keys(svc, conn, who, handed)
-    for copy in handed:
-        if copy.msg_id not in moved:
-            copy.drop("ack")
-    return keys
 
 
 async def _sender_keys(

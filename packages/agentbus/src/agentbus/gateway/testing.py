@@ -135,13 +135,25 @@ def s3_url(s3_server: S3Server, monkeypatch: pytest.MonkeyPatch) -> str:
 
 class TcpGate:
     """Forwards ``127.0.0.1:<port>`` to ``127.0.0.1:<target>``; ``cut`` refuses new connections
-    and drops the open ones, as a network partition would, until ``open`` again."""
+    and drops the open ones, as a network partition would, until ``open`` again. ``stall``
+    holds every byte in both directions (a peer that has gone slow) until ``flow``;
+    ``holding`` is set once a chunk waits."""
 
     def __init__(self, target: int) -> None:
         self.target, self.port = target, free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+        self.holding = asyncio.Event()
+
+    def stall(self) -> None:
+        self.holding.clear()
+        self._flowing.clear()
+
+    def flow(self) -> None:
+        self._flowing.set()
 
     async def open(self) -> None:
         self._server = await asyncio.start_server(self._forward, "127.0.0.1", self.port)
@@ -166,6 +178,9 @@ class TcpGate:
         async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             with contextlib.suppress(OSError):
                 while chunk := await src.read(65536):
+                    if not self._flowing.is_set():
+                        self.holding.set()
+                        await self._flowing.wait()
                     dst.write(chunk)
                     await dst.drain()
             dst.close()
