@@ -109,13 +109,13 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     )
     app.router.routes.extend(api_send.routes)
     app.router.routes.extend(delivery_api.routes)
+    app.router.routes.extend(tasks_api.routes)
     app.router.routes.extend(api_blobs.routes)
     app.router.routes.extend(api_presence.routes)
     app.include_router(api.router)
     app.include_router(api_admin.router)
     app.include_router(delivery_api.router)
     app.include_router(trace_api.router)
-    app.include_router(tasks_api.router)
     app.add_middleware(GatewayHeaders)
     http_kernel.install(
         app,

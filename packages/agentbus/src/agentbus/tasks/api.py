@@ -1,4 +1,5 @@
-"""Task routes (04-API-SPEC.md §6), plain Starlette routes on the app's router.
+"""Task routes (04-API-SPEC.md §6), plain Starlette routes that the app puts on its own router
+ahead of the included FastAPI routers, as the delivery routes.
 
 The verbs are typed forms of ``POST /v1/messages``: each accepts only its envelope type
 (AB-2003 otherwise), ``/{tsk}/...`` also requires ``subject`` to be the path's task, and the
@@ -7,9 +8,9 @@ answer is the send's, with ``task`` carrying the new state. Reads are for the pa
 
 from __future__ import annotations
 
-from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from agentbus.errors import NotFound, RequestInvalid
 from agentbus.gateway.api_send import authenticate_sender, read_send_body, send_response
@@ -19,8 +20,6 @@ from agentbus.gateway.send import send_envelope
 from agentbus.tasks import reads
 from agentbus.tasks.domain import REQUEST_TYPE, VERB_EVENTS
 from agentbus.tasks.hooks import TaskService
-
-router = APIRouter()
 
 
 def _rules(request: Request) -> TaskService:
@@ -77,10 +76,10 @@ async def list_tasks(request: Request) -> Response:
     return JSONResponse(page)
 
 
-router.add_route("/v1/tasks", post_task, methods=["POST"], include_in_schema=False)
-router.add_route("/v1/tasks", list_tasks, methods=["GET"], include_in_schema=False)
-router.add_route("/v1/tasks/{task_id}", get_task, methods=["GET"], include_in_schema=False)
-router.add_route(
-    "/v1/tasks/{task_id}/transitions", get_transitions, methods=["GET"], include_in_schema=False
-)
-router.add_route("/v1/tasks/{task_id}/{verb}", post_verb, methods=["POST"], include_in_schema=False)
+routes = [
+    Route("/v1/tasks", post_task, methods=["POST"]),
+    Route("/v1/tasks", list_tasks, methods=["GET"]),
+    Route("/v1/tasks/{task_id}", get_task, methods=["GET"]),
+    Route("/v1/tasks/{task_id}/transitions", get_transitions, methods=["GET"]),
+    Route("/v1/tasks/{task_id}/{verb}", post_verb, methods=["POST"]),
+]
