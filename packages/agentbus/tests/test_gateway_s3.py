@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from agentbus import broker
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testing import S3Server, TcpGate, aim, serving
-from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_signed
+from agentbus.gateway.testkit import SimAgent, World, alice_and_bob, poll_inbox, post_signed
 from agentbus.ids import parse_id
 from wirekit import canonical_json
 
@@ -147,29 +148,70 @@ async def test_a_send_while_the_store_is_down_is_refused_whole_and_goes_through_
     assert [d["envelope"]["data"] for d in pulled["deliveries"]] == [SECRET]
 
 
-async def test_pulls_stop_while_the_store_is_away_and_the_message_arrives_after(
+@dataclass
+class Waiting:
+    """A message from alice waits for bob; the gateway reaches the store through ``gate``."""
+
+    gate: TcpGate
+    gateway: Gateway
+    client: httpx.AsyncClient
+    world: World
+    bob: SimAgent
+
+
+@contextlib.asynccontextmanager
+async def message_behind_a_gate(
     tmp_path: Path,
     agentbus_db: str,
     nats_url: str,
     s3_server: S3Server,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
+    timeout_s: float = 1.0,
+) -> AsyncIterator[Waiting]:
     bucket = s3_server.bucket(monkeypatch)
     gate = TcpGate(s3_server.port)
     await gate.open()
     aim(monkeypatch, gate.endpoint)
-    async with gateway_on(tmp_path, agentbus_db, nats_url, bucket) as (gateway, client):
-        world, alice, bob = await alice_and_bob(gateway, client)
-        env = alice.sign(alice.envelope(bob.address, SECRET))
-        assert (await post_signed(client, alice, env)).status_code == 202
+    try:
+        async with gateway_on(tmp_path, agentbus_db, nats_url, bucket, timeout_s) as (gw, client):
+            world, alice, bob = await alice_and_bob(gw, client)
+            env = alice.sign(alice.envelope(bob.address, SECRET))
+            assert (await post_signed(client, alice, env)).status_code == 202
+            yield Waiting(gate, gw, client, world, bob)
+    finally:
+        await gate.cut()
 
+
+Gated = Callable[[float], contextlib.AbstractAsyncContextManager[Waiting]]
+
+
+@pytest.fixture
+def behind_a_gate(
+    tmp_path: Path,
+    agentbus_db: str,
+    nats_url: str,
+    s3_server: S3Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Gated:
+    """``message_behind_a_gate`` with a store request's timeout to choose."""
+    return lambda timeout_s: message_behind_a_gate(
+        tmp_path, agentbus_db, nats_url, s3_server, monkeypatch, timeout_s
+    )
+
+
+async def test_pulls_stop_while_the_store_is_away_and_the_message_arrives_after(
+    behind_a_gate: Gated,
+) -> None:
+    async with behind_a_gate(1.0) as waiting:
+        gate, client, bob = waiting.gate, waiting.client, waiting.bob
         await gate.cut()
         assert (await poll_inbox(client, bob, wait_s=1))["deliveries"] == []  # naked, 10 s
         away = time.monotonic()
         while time.monotonic() - away < 12:  # past the nak's delay: the copy is due again
             assert (await poll_inbox(client, bob, wait_s=5))["deliveries"] == []
         consumer = broker.consumer_name(parse_id("agt", bob.agent_id))
-        info = await gateway.broker.js.consumer_info(broker.stream_name(world.tenant_id), consumer)
+        stream = broker.stream_name(waiting.world.tenant_id)
+        info = await waiting.gateway.broker.js.consumer_info(stream, consumer)
         assert info.delivered.consumer_seq == 1, "one attempt in all, not one per nak delay"
 
         await gate.open()
@@ -178,7 +220,6 @@ async def test_pulls_stop_while_the_store_is_away_and_the_message_arrives_after(
         while not deliveries and time.monotonic() - back < 15:
             deliveries = (await poll_inbox(client, bob, wait_s=5))["deliveries"]
         assert [(d["envelope"]["data"], d["attempt"]) for d in deliveries] == [(SECRET, 2)]
-    await gate.cut()
 
 
 def open_transactions(url: str) -> int:
@@ -195,25 +236,13 @@ def open_transactions(url: str) -> int:
 
 
 async def test_a_pull_reading_from_a_slow_store_holds_no_transaction_open(
-    tmp_path: Path,
-    agentbus_db: str,
-    nats_url: str,
-    s3_server: S3Server,
-    monkeypatch: pytest.MonkeyPatch,
+    behind_a_gate: Gated, agentbus_db: str
 ) -> None:
-    bucket = s3_server.bucket(monkeypatch)
-    gate = TcpGate(s3_server.port)
-    await gate.open()
-    aim(monkeypatch, gate.endpoint)
-    async with gateway_on(tmp_path, agentbus_db, nats_url, bucket, timeout_s=10) as (gw, client):
-        _world, alice, bob = await alice_and_bob(gw, client)
-        env = alice.sign(alice.envelope(bob.address, SECRET))
-        assert (await post_signed(client, alice, env)).status_code == 202
-
+    async with behind_a_gate(10.0) as waiting:
+        gate, client, bob = waiting.gate, waiting.client, waiting.bob
         gate.stall()
         pull = asyncio.create_task(poll_inbox(client, bob, wait_s=5))
         await asyncio.wait_for(gate.holding.wait(), 10)  # the payload's read is on its way
         assert open_transactions(agentbus_db) == 0, "the pull waits on the store in a transaction"
         gate.flow()
         assert [d["envelope"]["data"] for d in (await pull)["deliveries"]] == [SECRET]
-    await gate.cut()

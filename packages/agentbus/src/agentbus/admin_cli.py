@@ -200,12 +200,12 @@ def tenants_list(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     _show(rows, "ten", ["id", "slug", "display_name", "plan", "status", "region"], as_json)
 
 
+TenantArg = Annotated[str, typer.Argument(help="Tenant id (ten_...).")]
+ReasonOpt = Annotated[str | None, typer.Option(help="Recorded in the audit row.")]
+
+
 @tenants_app.command("suspend")
-def tenants_suspend(
-    ctx: typer.Context,
-    tenant: Annotated[str, typer.Argument(help="Tenant id (ten_...).")],
-    reason: Annotated[str | None, typer.Option(help="Recorded in the audit row.")] = None,
-) -> None:
+def tenants_suspend(ctx: typer.Context, tenant: TenantArg, reason: ReasonOpt = None) -> None:
     """Suspend an active tenant: its tokens stop working (AB-1013)."""
     tid = _id("ten", tenant, "TENANT")
     _run(ctx, lambda c: tenants.suspend_tenant(c, tid, reason=reason))
@@ -213,11 +213,7 @@ def tenants_suspend(
 
 
 @tenants_app.command("resume")
-def tenants_resume(
-    ctx: typer.Context,
-    tenant: Annotated[str, typer.Argument(help="Tenant id (ten_...).")],
-    reason: Annotated[str | None, typer.Option(help="Recorded in the audit row.")] = None,
-) -> None:
+def tenants_resume(ctx: typer.Context, tenant: TenantArg, reason: ReasonOpt = None) -> None:
     """Lift a suspension: the tenant's tokens work again."""
     tid = _id("ten", tenant, "TENANT")
     _run(ctx, lambda c: tenants.resume_tenant(c, tid, reason=reason))

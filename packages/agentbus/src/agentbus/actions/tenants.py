@@ -107,37 +107,29 @@ async def list_tenants(ctx: Ctx) -> list[Row]:
 
 async def suspend_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None) -> Row:
     """``active`` -> ``suspended``; the gateway then refuses the tenant's tokens (AB-1013)."""
-    require_platform(ctx)
-    async with tenant_scope(ctx, tenant_id) as (conn, tenant):
-        row = await tenants.set_tenant_status(conn, tenant_id, "suspended", only_from=["active"])
-        if row is None:
-            raise StateConflict(
-                f"tenant is {tenant['status']}, not active", tenant_status=tenant["status"]
-            )
-        await record_action(
-            conn,
-            ctx,
-            tenant_id,
-            "tenant.suspend",
-            target_type="tenant",
-            target_id=format_id("ten", tenant_id),
-            details={"reason": reason},
-        )
-        return row
+    return await _move(ctx, tenant_id, "suspended", "active", "tenant.suspend", reason)
 
 
 async def resume_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None) -> Row:
     """``suspended`` -> ``active``: the tenant's tokens and agents work again (their own
     revocations and disabled agents stay as they were)."""
+    return await _move(ctx, tenant_id, "active", "suspended", "tenant.resume", reason)
+
+
+async def _move(
+    ctx: Ctx, tenant_id: uuid.UUID, to: str, source: str, action: str, reason: str | None
+) -> Row:
+    """The platform operator moves the tenant from ``source`` to ``to`` (AB-8008 from any
+    other status), with the audit row ``action``."""
     require_platform(ctx)
     async with tenant_scope(ctx, tenant_id) as (conn, tenant):
-        row = await tenants.set_tenant_status(conn, tenant_id, "active", only_from=["suspended"])
+        row = await tenants.set_tenant_status(conn, tenant_id, to, only_from=[source])
         if row is None:
             raise StateConflict(
-                f"tenant is {tenant['status']}, not suspended", tenant_status=tenant["status"]
+                f"tenant is {tenant['status']}, not {source}", tenant_status=tenant["status"]
             )
         await record_action(
-            conn, ctx, tenant_id, "tenant.resume", target_type="tenant",
+            conn, ctx, tenant_id, action, target_type="tenant",
             target_id=format_id("ten", tenant_id), details={"reason": reason},
         )  # fmt: skip
         return row
