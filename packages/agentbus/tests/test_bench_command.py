@@ -72,6 +72,8 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     for row in runs.values():
         assert (row["acked"], row["errors"]) == (40, 0), row
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
+        if row["bench"] == "gateway":
+            assert (row["workers"], row["lanes"]) == (1, 2)
         assert row["msgs_per_sec"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         # each message reached its receiver before its read was answered

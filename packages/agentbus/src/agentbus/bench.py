@@ -112,7 +112,9 @@ class Result:
     elapsed_s: float = 0.0
     errors: int = 0
     cpu_ms_per_msg: dict[str, float] | None = None
-    delivery: str | None = None  # of a gateway run
+    delivery: str | None = None  # of a gateway run, with its gateway's workers and its lanes
+    workers: int | None = None
+    lanes: int | None = None
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
         self.cpu_ms_per_msg = meter.per_message(before, meter.take(), len(self.latencies_ms))
@@ -124,7 +126,11 @@ class Result:
         return {
             "bench": self.bench,
             "mode": self.mode,
-            **({} if self.delivery is None else {"delivery": self.delivery}),
+            **(
+                {}
+                if self.delivery is None
+                else {"delivery": self.delivery, "workers": self.workers, "lanes": self.lanes}
+            ),
             "rate": self.rate,
             "messages": self.messages,
             "acked": len(lat),
@@ -504,8 +510,10 @@ class Run:
 
 
 class GatewayBench:
-    def __init__(self, lanes: list[Lane], meter: CpuMeter, delivery: str = LONG_POLL) -> None:
-        self.lanes, self.meter, self.delivery = lanes, meter, delivery
+    def __init__(
+        self, lanes: list[Lane], meter: CpuMeter, delivery: str = LONG_POLL, workers: int = 1
+    ) -> None:
+        self.lanes, self.meter, self.delivery, self.workers = lanes, meter, delivery, workers
 
     async def aclose(self) -> None:
         for lane in self.lanes:
@@ -515,7 +523,7 @@ class GatewayBench:
         """One run; with WebSocket delivery each lane's receiver connects and grants credit
         before the clock starts, and closes after the run (a long-poll of the same agent, as
         the lone rounds make, would replace a socket left open)."""
-        result.delivery = self.delivery
+        result.delivery, result.workers, result.lanes = self.delivery, self.workers, len(self.lanes)
         sockets: list[ClientConnection] = []
         try:
             if self.delivery == PUSH:
@@ -666,7 +674,8 @@ async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
         ]
     meter = dep.meter()
     emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
-    bench = GatewayBench([Lane(dep.url, *pair) for pair in agents], meter, work.delivery)
+    lanes = [Lane(dep.url, *pair) for pair in agents]
+    bench = GatewayBench(lanes, meter, work.delivery, dep.workers)
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
