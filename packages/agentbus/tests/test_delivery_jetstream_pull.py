@@ -7,6 +7,7 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import nats
@@ -19,9 +20,20 @@ from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 CONSUMER = "reader"
 
 
+@dataclass
+class Stream:
+    """A stream with one durable pull consumer; the pull requests made to the consumer, and
+    whether one of them lingers (no ``no_wait``)."""
+
+    nc: Client
+    name: str
+    subject: str
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    lingering: asyncio.Event = field(default_factory=asyncio.Event)
+
+
 @pytest.fixture
-async def stream(nats_url: str) -> AsyncIterator[tuple[Client, str, str, list[dict[str, Any]]]]:
-    """A stream with one durable pull consumer, and the pull requests made to the consumer."""
+async def stream(nats_url: str) -> AsyncIterator[Stream]:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
     tag = uuid.uuid4().hex[:12]
@@ -30,26 +42,27 @@ async def stream(nats_url: str) -> AsyncIterator[tuple[Client, str, str, list[di
     await js.add_consumer(
         name, ConsumerConfig(durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT)
     )
-    requests: list[dict[str, Any]] = []
+    opened = Stream(nc, name, subject)
 
     async def seen(msg: Msg) -> None:
-        requests.append(json.loads(msg.data))
+        request = json.loads(msg.data)
+        opened.requests.append(request)
+        if not request.get("no_wait"):
+            opened.lingering.set()
 
     await nc.subscribe(f"$JS.API.CONSUMER.MSG.NEXT.{name}.{CONSUMER}", cb=seen)
     try:
-        yield nc, name, subject, requests
+        yield opened
     finally:
         await js.delete_stream(name)
         await nc.close()
 
 
-async def test_a_lone_message_after_the_wait_costs_no_further_request(
-    stream: tuple[Client, str, str, list[dict[str, Any]]],
-) -> None:
-    nc, name, subject, requests = stream
+async def test_a_lone_message_after_the_wait_costs_no_further_request(stream: Stream) -> None:
+    nc, name, subject, requests = stream.nc, stream.name, stream.subject, stream.requests
 
-    async def publish_soon() -> None:
-        await asyncio.sleep(0.3)
+    async def publish_soon() -> None:  # once the pull is waiting
+        await stream.lingering.wait()
         await nc.jetstream().publish(subject, b"one")
 
     sender = asyncio.create_task(publish_soon())
@@ -60,10 +73,8 @@ async def test_a_lone_message_after_the_wait_costs_no_further_request(
     assert [bool(r.get("no_wait")) for r in requests] == [True, False]
 
 
-async def test_what_is_pending_now_comes_in_one_request(
-    stream: tuple[Client, str, str, list[dict[str, Any]]],
-) -> None:
-    nc, name, subject, requests = stream
+async def test_what_is_pending_now_comes_in_one_request(stream: Stream) -> None:
+    nc, name, subject, requests = stream.nc, stream.name, stream.subject, stream.requests
     for n in range(3):
         await nc.jetstream().publish(subject, f"m{n}".encode())
     got = await jetstream.pull(nc, name, CONSUMER, batch=10, max_bytes=1 << 20, wait_s=5)
