@@ -78,7 +78,7 @@ from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.benchcpu import CpuMeter
-from agentbus.benchlone import batch_body, lone_rounds, read_all
+from agentbus.benchlone import batch_body, lone_rounds, percentile, read_all
 from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
@@ -121,7 +121,7 @@ class Result:
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ms)
-        stages = {"accepted": self.accepted_ms, "delivered": self.delivered_ms}
+        stages = {"accepted": sorted(self.accepted_ms), "delivered": sorted(self.delivered_ms)}
 
         return {
             "bench": self.bench,
@@ -141,17 +141,13 @@ class Result:
             "max_ms": round(lat[-1], 3) if lat else None,
             "mean_ms": round(statistics.fmean(lat), 3) if lat else None,
             **{
-                f"{stage}_{name}_ms": percentile(sorted(times), p)
+                f"{stage}_{name}_ms": percentile(times, p)
                 for stage, times in stages.items()
                 if times
                 for name, p in (("p50", 0.50), ("p99", 0.99))
             },
             "cpu_ms_per_msg": self.cpu_ms_per_msg,
         }
-
-
-def percentile(ordered: list[float], p: float) -> float | None:
-    return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3) if ordered else None
 
 
 @dataclass(frozen=True)

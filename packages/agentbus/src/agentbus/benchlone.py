@@ -114,19 +114,21 @@ def batch_body(envelopes: Iterable[bytes]) -> bytes:
     return b'{"envelopes":[' + b",".join(envelopes) + b"]}"
 
 
+def percentile(ordered: list[float], p: float) -> float | None:
+    """The ``p`` quantile of sorted milliseconds, rounded to microseconds; None for none."""
+    return round(ordered[min(len(ordered) - 1, int(p * len(ordered)))], 3) if ordered else None
+
+
 def summary(spent: Mapping[str, Mapping[str, float]], walls: list[float]) -> dict[str, Any]:
     rounds = len(walls)
     ordered = sorted(walls)
-
-    def pct(p: float) -> float | None:
-        return round(ordered[min(rounds - 1, int(p * rounds))], 3) if ordered else None
 
     return {
         "bench": "gateway",
         "mode": "lone",
         "rounds": rounds,
-        "round_p50_ms": pct(0.50),
-        "round_p99_ms": pct(0.99),
+        "round_p50_ms": percentile(ordered, 0.50),
+        "round_p99_ms": percentile(ordered, 0.99),
         "round_mean_ms": round(statistics.fmean(walls), 3) if walls else None,
         "cpu_ms_per_request": {
             kind: {name: round(s * 1000 / rounds, 3) for name, s in sorted(per.items())}
