@@ -1,7 +1,8 @@
 """``agentbus-gateway bench`` end to end on a small load, against the PostgreSQL server and
 NATS it is given: a gateway process, two lanes, a few lone rounds, every message acked, every
-line of the output, and neither the bench database nor the bench tenant's stream left behind,
-also when the command is stopped by SIGTERM in the middle of a run."""
+line of the output, the payloads opened where the gateway was told to find them (the store, or
+inline over the delivery WebSocket), and neither the bench database nor the bench tenant's
+stream left behind, also when the command is stopped by SIGTERM in the middle of a run."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
         assert (row["acked"], row["errors"]) == (40, 0), row
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
         if row["bench"] == "gateway":
-            assert (row["workers"], row["lanes"]) == (1, 2)
+            assert (row["workers"], row["lanes"], row["payloads"]) == (1, 2, "store")
+            assert row["payload_opens"] == {"inline": 0, "store": 40}
         assert row["msgs_per_sec"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         # each message reached its receiver before its read was answered
@@ -99,7 +101,7 @@ async def test_bench_over_the_delivery_websocket(
     def run() -> None:
         bench.bench(
             40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4, raw=False,
-            delivery="websocket", emit=rows.append,
+            delivery="websocket", inline_payloads=True, emit=rows.append,
         )  # fmt: skip
 
     await asyncio.to_thread(run)
@@ -111,6 +113,8 @@ async def test_bench_over_the_delivery_websocket(
     ]
     for row in runs:
         assert (row["acked"], row["errors"]) == (40, 0), row
+        # the gateway opened every payload from its JetStream copy, none from the store
+        assert (row["payloads"], row["payload_opens"]) == ("inline", {"inline": 40, "store": 0})
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         # each message reached its receiver before its read was answered
         assert 0 < row["delivered_p50_ms"] <= row["p50_ms"]

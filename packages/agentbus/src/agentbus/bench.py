@@ -115,6 +115,8 @@ class Result:
     delivery: str | None = None  # of a gateway run, with its gateway's workers and its lanes
     workers: int | None = None
     lanes: int | None = None
+    payloads: str | None = None  # the gateway's setting: inline or store
+    payload_opens: dict[str, int] | None = None  # what the gateway's metric counted, by source
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
         self.cpu_ms_per_msg = meter.per_message(before, meter.take(), len(self.latencies_ms))
@@ -129,7 +131,13 @@ class Result:
             **(
                 {}
                 if self.delivery is None
-                else {"delivery": self.delivery, "workers": self.workers, "lanes": self.lanes}
+                else {
+                    "delivery": self.delivery,
+                    "workers": self.workers,
+                    "lanes": self.lanes,
+                    "payloads": self.payloads,
+                    "payload_opens": self.payload_opens,
+                }
             ),
             "rate": self.rate,
             "messages": self.messages,
@@ -210,6 +218,7 @@ class Deployment:
     database_url: str | None
     nats_url: str | None
     workers: int
+    inline_payloads: bool = False
     port: int = field(default_factory=free_port)
     postgres: EmbeddedPostgres | None = None
     nats_server: EmbeddedNats | None = None
@@ -235,9 +244,11 @@ class Deployment:
         self.database_url = urlunsplit(urlsplit(self.server_url)._replace(path=f"/{name}"))
 
     def gateway_environment(self) -> dict[str, str]:
-        """The gateway's environment: this deployment's servers and config directory, and no
-        request rates (a receiver that polls and reads for each few messages makes more than
-        the 3,000 requests a minute of 04 §1.6 in a run of a minute)."""
+        """The gateway's environment: this deployment's servers and config directory, its
+        payloads inline or not, and no request rates (a receiver that polls and reads for each
+        few messages makes more than the 3,000 requests a minute of 04 §1.6 in a run of a
+        minute). The rest comes from this process's environment (``AGENTBUS_OBJECT_STORE_URL``
+        and the AWS variables put the payloads in S3)."""
         if self.database_url is None or self.nats_url is None:
             raise RuntimeError("start_services first")
         return {
@@ -246,6 +257,7 @@ class Deployment:
             "AGENTBUS_NATS_URL": self.nats_url,
             "AGENTBUS_CONFIG_DIR": str(self.root / "config"),
             "AGENTBUS_REQUEST_RATE_LIMITS": "false",
+            "AGENTBUS_INLINE_PAYLOADS": str(self.inline_payloads).lower(),
         }
 
     def start_gateway(self) -> None:
@@ -507,9 +519,15 @@ class Run:
 
 class GatewayBench:
     def __init__(
-        self, lanes: list[Lane], meter: CpuMeter, delivery: str = LONG_POLL, workers: int = 1
+        self,
+        lanes: list[Lane],
+        meter: CpuMeter,
+        delivery: str = LONG_POLL,
+        workers: int = 1,
+        payloads: str = "store",
     ) -> None:
         self.lanes, self.meter, self.delivery, self.workers = lanes, meter, delivery, workers
+        self.payloads = payloads
 
     async def aclose(self) -> None:
         for lane in self.lanes:
@@ -520,6 +538,7 @@ class GatewayBench:
         before the clock starts, and closes after the run (a long-poll of the same agent, as
         the lone rounds make, would replace a socket left open)."""
         result.delivery, result.workers, result.lanes = self.delivery, self.workers, len(self.lanes)
+        result.payloads = self.payloads
         sockets: list[ClientConnection] = []
         try:
             if self.delivery == PUSH:
@@ -540,6 +559,7 @@ class GatewayBench:
             receivers = [run.receive(i) for i in range(len(self.lanes))]
         workers = [asyncio.create_task(job) for job in receivers]
         workers += [asyncio.create_task(run.flush(i)) for i in range(len(self.lanes))]
+        opened = await payload_opens(self.lanes[0].url)
         cpu = self.meter.take()
         begin = time.perf_counter()
         try:
@@ -547,12 +567,26 @@ class GatewayBench:
             await _until(run.done, workers, limit_s=120)
             result.elapsed_s = time.perf_counter() - begin
             result.measure(self.meter, cpu)
+            after = await payload_opens(self.lanes[0].url)
+            result.payload_opens = {k: int(after.get(k, 0) - opened.get(k, 0)) for k in after}
         finally:
             for worker in workers:
                 worker.cancel()
             # Every worker's end is collected here; ``_until`` raised the first failure.
             await asyncio.gather(*workers, return_exceptions=True)
         return result
+
+
+async def payload_opens(url: str) -> dict[str, float]:
+    """``agentbus_payload_opens_total`` by source, from the gateway's ``/metrics``."""
+    async with httpx.AsyncClient(base_url=url, timeout=10) as client:
+        text = (await client.get("/metrics")).raise_for_status().text
+    opens = {"inline": 0.0, "store": 0.0}
+    for line in text.splitlines():
+        if line.startswith('agentbus_payload_opens_total{source="'):
+            labels, value = line.rsplit(" ", 1)
+            opens[labels.split('"')[1]] = float(value)
+    return opens
 
 
 async def _until(done: asyncio.Event, workers: list[asyncio.Task[None]], limit_s: float) -> None:
@@ -671,7 +705,8 @@ async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
     meter = dep.meter()
     emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
     lanes = [Lane(dep.url, *pair) for pair in agents]
-    bench = GatewayBench(lanes, meter, work.delivery, dep.workers)
+    payloads = "inline" if dep.inline_payloads else "store"
+    bench = GatewayBench(lanes, meter, work.delivery, dep.workers, payloads)
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
@@ -712,6 +747,7 @@ def bench(
     raw: bool = True,
     lone: int = 0,
     delivery: str = LONG_POLL,
+    inline_payloads: bool = False,
     emit: Emit | None = None,
 ) -> None:
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
@@ -719,7 +755,7 @@ def bench(
         raise ValueError(f"delivery is one of {', '.join(sorted(DELIVERIES))}, not {delivery!r}")
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
-        dep = Deployment(root, database_url, nats_url, workers)
+        dep = Deployment(root, database_url, nats_url, workers, inline_payloads)
         try:
             dep.start_services()
             work = Workload(messages, rate, warmup, lanes, raw, lone, delivery)

@@ -82,6 +82,13 @@ def bench(
             "delivery WebSocket, as agentbus sidecar run does by default)."
         ),
     ] = "long-poll",
+    inline_payloads: Annotated[
+        bool,
+        typer.Option(
+            help="Run the gateway with AGENTBUS_INLINE_PAYLOADS: small payloads travel sealed "
+            "in their JetStream copy, and deliveries read no object."
+        ),
+    ] = False,
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -108,7 +115,8 @@ def bench(
         hint = f"one of {', '.join(sorted(DELIVERIES))}"
         raise typer.BadParameter(hint, param_hint="--delivery")
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
-        lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery)  # fmt: skip
+        lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery,
+        inline_payloads=inline_payloads)  # fmt: skip
 
 
 def stack_command() -> list[str]:

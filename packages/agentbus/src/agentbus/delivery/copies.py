@@ -5,17 +5,19 @@
   deliver;
 - ``recheck_policy``: the send policy again, with the current policy set: denied -> term and
   ``discarded`` (event code AB-4004); no decision possible -> nak 60 s;
-- ``load_payloads``: decrypt and check the payload: digest mismatch -> term and dead-letter
-  (``payload_integrity``); object store down -> nak 10 s, and pulls stop until it answers again
-  (``breaker``); tenant key unavailable -> nak 60 s.
+- ``load_payloads``: decrypt and check the payload (carried inline in the copy, or from the
+  object store): missing or digest mismatch -> term and dead-letter (``payload_integrity``);
+  object store down -> nak 10 s, and pulls stop until it answers again (``breaker``); tenant
+  key unavailable -> nak 60 s.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,9 +36,11 @@ from agentbus.delivery.domain import (
 from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.tokens import parse_ack_subject
 from agentbus.gateway.errors import KeyUnavailable, ObjectStoreUnavailable, PayloadIntegrityFailed
+from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.policy import AllowAll, PolicyError, SendRequest
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store.agents import get_agent
+from agentbus.gateway.wire import b64url_decode
 from agentbus.ids import InvalidId, parse_id
 
 Row = dict[str, Any]
@@ -63,9 +67,26 @@ class Copy:
     nak_ms: int = 0
     dlq_reason: str | None = None
     discard: bool = False
+    _envelope: dict[str, Any] | None = field(default=None, repr=False)
 
     def drop(self, settle: str, nak_ms: int = 0) -> None:
         self.verdict, self.settle, self.nak_ms = Triage.GONE, settle, nak_ms
+
+    def envelope(self) -> dict[str, Any]:
+        """The copy's body: the signed envelope with ``data`` a reference (``publish``)."""
+        if self._envelope is None:
+            self._envelope = json.loads(self.msg.data)
+        return self._envelope
+
+    def inline(self) -> bytes | None:
+        """The sealed payload the copy carries (``inline_payloads``), or None; a malformed one
+        counts as none, and the store's copy is read."""
+        data = self.envelope().get("data")
+        sealed = data.get("$sealed") if isinstance(data, dict) else None
+        try:
+            return None if sealed is None else b64url_decode(sealed)
+        except ValueError:
+            return None
 
 
 LOAD_CONCURRENCY = 16
@@ -151,7 +172,7 @@ async def load_payloads(
     async def one(copy: Copy, row: Row) -> None:
         async with limit:
             try:
-                copy.data = await svc.load_data(who.tenant_id, row)
+                copy.data = await load_payload(svc.gateway, row, copy.inline())
                 return
             except PayloadIntegrityFailed:
                 copy.drop("term")

@@ -1,5 +1,5 @@
 """What delivery keeps per gateway process, beside the ``Gateway`` it runs in: the ack-token
-keys, the agents whose consumer this instance has verified, the payload loader, the breakers of
+keys, the agents whose consumer this instance has verified, the breakers of
 PostgreSQL and the object store (``breaker``), and the registry of open delivery connections
 (one per agent: a newer one replaces the older, on any instance, through a core NATS subject
 outside every tenant stream), which ``drain`` ends when the server is stopping.
@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,15 +26,10 @@ from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.errors import BrokerUnavailable, ObjectStoreUnavailable
 from agentbus.gateway.objectstore import ObjectMissing
-from agentbus.gateway.payloads import load_payload
 
 PROBE_KEY = "health/pulls-probe"
 """A key no object has: a working store answers a read of it with "missing"."""
 PROBE_TIMEOUT_S = 2.0
-
-Row = dict[str, Any]
-PayloadLoader = Callable[[uuid.UUID, Row], Awaitable[Any]]
-"""(tenant id, messages row) -> the decrypted, digest-checked ``data``."""
 
 
 def nats_client(broker: Broker) -> Client:
@@ -74,7 +68,6 @@ _HANDED_MAX = 50000
 class DeliveryService:
     gateway: Gateway
     tokens: AckTokens
-    load_data: PayloadLoader
     ready: set[uuid.UUID] = field(default_factory=set)
     handed: dict[tuple[uuid.UUID, uuid.UUID, uuid.UUID], tuple[float, str]] = field(
         default_factory=dict, repr=False
@@ -199,8 +192,5 @@ def service_of(conn: HTTPConnection) -> DeliveryService:
     return service
 
 
-def build_service(gw: Gateway, load_data: PayloadLoader | None = None) -> DeliveryService:
-    async def load(_tenant_id: uuid.UUID, row: Row) -> Any:
-        return await load_payload(gw, row)
-
-    return DeliveryService(gw, AckTokens.from_keyring(gw.keyring), load_data or load)
+def build_service(gw: Gateway) -> DeliveryService:
+    return DeliveryService(gw, AckTokens.from_keyring(gw.keyring))

@@ -22,7 +22,7 @@ from agentbus.gateway.context import Gateway
 from agentbus.gateway.conversations import join_conversation
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.metrics import PUBLISH_UNCONFIRMED
-from agentbus.gateway.payloads import seal_payload
+from agentbus.gateway.payloads import INLINE_MAX_BYTES, seal_payload
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import ensure_tenant_stream, publish_message
 from agentbus.gateway.receipts import ReceiptFor, issue_receipts
@@ -88,6 +88,8 @@ async def insert_send(
     await reference_attachments(conn, send)
     payload_ref, sealed, dek_version = await seal_payload(conn, gw, tid, env.msg_id, send.plaintext)
     uploads.append((payload_ref, sealed))
+    if gw.settings.inline_payloads and len(sealed) < INLINE_MAX_BYTES:
+        send.inline = sealed
     if send.conversation is None:
         title = env.data.get("title") if env.type in (MESSAGE, TASK_REQUEST) else None
         send.conversation = await join_conversation(
@@ -121,7 +123,10 @@ async def finish_sends(
     with contextlib.suppress(Exception):  # not ready: each publish says so and returns None
         await ensure_tenant_stream(gw, principal.tenant_id)
     seqs = await asyncio.gather(
-        *(publish_message(gw, send.message, record_seq=False) for send, _ in accepted)
+        *(
+            publish_message(gw, send.message, record_seq=False, sealed=send.inline)
+            for send, _ in accepted
+        )
     )
     PUBLISH_UNCONFIRMED.inc(sum(1 for seq in seqs if seq is None))
     items = [

@@ -49,6 +49,11 @@ class GatewaySettings(Settings):
         description="How long one request to the configured object store may take (a send "
         "waits for its payload's put; past it, AB-9004).",
     )
+    inline_payloads: bool = Field(
+        False,
+        description="Also carry each payload whose sealed form is under 64 KiB inside its "
+        "JetStream message, so a delivery reads no object (the store keeps the copy of record).",
+    )
     reconcile_interval_s: float = Field(
         10.0, gt=0, description="How often the reconciler looks for unpublished messages."
     )

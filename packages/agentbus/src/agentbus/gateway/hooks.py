@@ -40,6 +40,7 @@ class PendingSend:
     plaintext: bytes = b""
     payload_sha256: bytes = b""
     message: dict[str, Any] = field(default_factory=dict)
+    inline: bytes | None = None  # the sealed payload its JetStream copy carries, if any
     accepted_at: datetime | None = None  # the validating transaction's time
     blobs: list[uuid.UUID] = field(default_factory=list)  # attached, locked until the commit
 

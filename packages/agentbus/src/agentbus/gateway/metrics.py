@@ -13,6 +13,9 @@ bounds (the AB codes, the statuses), so the number of series stays small whateve
 - ``agentbus_message_status_total{status}``: committed status changes after delivery
   (``delivered``, ``read``, ``expired``, ``dead_lettered``, ``discarded``), counted where their
   notifications are published, after the commit.
+- ``agentbus_payload_opens_total{source}``: payloads decrypted for delivery or reading, by where
+  their sealed bytes came from: ``inline`` (the JetStream copy, ``inline_payloads``) or
+  ``store`` (the object store).
 """
 
 from __future__ import annotations
@@ -22,7 +25,14 @@ from prometheus_client import Counter
 from agentbus.errors import AgentBusError
 from agentbus.gateway.hooks import SendResult
 
-__all__ = ["DELIVERIES", "MESSAGE_STATUS", "PUBLISH_UNCONFIRMED", "SENDS", "count_send"]
+__all__ = [
+    "DELIVERIES",
+    "MESSAGE_STATUS",
+    "PAYLOAD_OPENS",
+    "PUBLISH_UNCONFIRMED",
+    "SENDS",
+    "count_send",
+]
 
 SENDS = Counter(
     "agentbus_sends",
@@ -38,6 +48,11 @@ MESSAGE_STATUS = Counter(
     "agentbus_message_status",
     "Committed status changes after delivery: delivered, read, expired, dead_lettered, discarded",
     ("status",),
+)
+PAYLOAD_OPENS = Counter(
+    "agentbus_payload_opens",
+    "Payloads decrypted, by where their sealed bytes came from: inline or store",
+    ("source",),
 )
 
 

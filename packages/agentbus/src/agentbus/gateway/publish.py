@@ -2,10 +2,13 @@
 
 The NATS copy is the signed envelope with ``data`` replaced by ``{"$ref": payload_ref}``
 (data model §4), rebuilt from the ``messages`` row alone (conventions §3.1), so the send path,
-the replay path, the reconciler and a redrive all publish the same bytes without reading the
-object store. Headers: ``Nats-Msg-Id`` (``msg_<hex>``, or with a redrive suffix),
-``traceparent``, and ``Nats-TTL`` (seconds to ``expires_at``, rounded up, at least 1) when the
-message expires. On PubAck the sequence is written where it is still NULL.
+the replay path, the reconciler and a redrive all publish it without reading the object store.
+With ``inline_payloads`` the send path adds the sealed payload as ``$sealed`` (base64url)
+beside ``$ref`` when it is small enough (``payloads.INLINE_MAX_BYTES``); the other paths
+publish without it, and the delivery reads the store for their copies. Headers:
+``Nats-Msg-Id`` (``msg_<hex>``, or with a redrive suffix), ``traceparent``, and ``Nats-TTL``
+(seconds to ``expires_at``, rounded up, at least 1) when the message expires. On PubAck the
+sequence is written where it is still NULL.
 """
 
 from __future__ import annotations
@@ -69,8 +72,12 @@ def rebuild_envelope(row: dict[str, Any], data: dict[str, Any]) -> dict[str, Any
     return env
 
 
-def nats_body(row: dict[str, Any]) -> bytes:
-    return canonical_json(rebuild_envelope(row, {"$ref": row["payload_ref"]}))
+def nats_body(row: dict[str, Any], sealed: bytes | None = None) -> bytes:
+    """The JetStream copy of a row; ``sealed``: its sealed payload, to carry inline."""
+    data = {"$ref": row["payload_ref"]}
+    if sealed is not None:
+        data["$sealed"] = b64url_encode(sealed)
+    return canonical_json(rebuild_envelope(row, data))
 
 
 def nats_headers(row: dict[str, Any], now: datetime | None = None) -> dict[str, str]:
@@ -101,12 +108,14 @@ async def publish_message(
     *,
     msg_id_header: str | None = None,
     record_seq: bool = True,
+    sealed: bytes | None = None,
 ) -> int | None:
     """Publish a committed ``messages`` row (with ``from_address`` and ``to_subject``) and
     record its sequence; the sequence, or None when JetStream did not confirm (the row then
     waits for the reconciler). Never call it inside the transaction that inserts the row.
     With ``record_seq=False`` the caller writes the sequence itself, as the send path does in
-    the statement that inserts the receipt (``receipts.issue_receipt``)."""
+    the statement that inserts the receipt (``receipts.issue_receipt``). ``sealed``: the
+    payload to carry inline (``nats_body``)."""
     if not gw.broker.connected or row.get("to_subject") is None:
         return None
     tenant_id: uuid.UUID = row["tenant_id"]
@@ -117,7 +126,7 @@ async def publish_message(
         return None
     ack = await gw.broker.publish(
         row["to_subject"],
-        nats_body(row),
+        nats_body(row, sealed),
         msg_id=msg_id_header or format_id("msg", row["id"]),
         headers=nats_headers(row),
     )
