@@ -92,6 +92,26 @@ async def test_requests_are_counted_by_route_template_not_path(client: httpx.Asy
     assert buckets[("GET", "/items/{item_id}", "200")] == 3
 
 
+async def test_a_route_added_after_requests_is_labelled_by_its_own_template(
+    registry: CollectorRegistry,
+) -> None:
+    app: FastAPI = create_app(title="m", version="1", registry=registry)
+
+    async def beat(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    app.add_route("/first/{n}", beat)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+        await c.get("/first/1")
+        app.add_route("/second/{n}", beat)  # the same endpoint, found again under a new route
+        await c.get("/second/2")
+        await c.get("/first/3")
+        counts = samples((await c.get("/metrics")).text, "http_requests_total")
+    assert counts[("GET", "/first/{n}", "200")] == 2
+    assert counts[("GET", "/second/{n}", "200")] == 1
+
+
 async def test_system_metrics_share_the_registry(client: httpx.AsyncClient) -> None:
     await client.post("/orders")
     text = (await client.get("/metrics")).text

@@ -15,6 +15,7 @@ the one process is exported as it is.
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from weakref import WeakKeyDictionary
 
@@ -83,11 +84,36 @@ def _matched_route(scope: Scope) -> tuple[object | None, str]:
     # FastAPI's router records only its own APIRoutes; a plain Route or a Mount added to a
     # FastAPI app, or to a router it includes, is found by the endpoint routing stored (identity
     # checks, no re-matching), and by its path where one endpoint serves several routes.
-    found = list(_by_endpoint(getattr(scope.get("router"), "routes", ()), scope["endpoint"], ""))
+    found = _serving(scope.get("router"), scope["endpoint"])
     if len(found) > 1:
         path = str(scope.get("path", ""))[len(str(scope.get("root_path", ""))) :]
         found = [(r, prefix) for r, prefix in found if _matches(r, prefix, path)] or found
     return found[0] if found else (None, "")
+
+
+Found = list[tuple[object, str]]
+_found: dict[int, tuple[int, dict[object, Found]]] = {}
+"""id(router) -> (its number of routes, endpoint -> the routes serving it); an entry goes with
+its router (FastAPI's routers cannot be hashed, so they are keys by id, dropped on collection)."""
+
+
+def _serving(router: object, endpoint: object) -> Found:
+    """The routes under ``router`` that serve ``endpoint``, with their prefixes: looked up once
+    per router and endpoint (a walk of every route, included routers too, costs tens of
+    microseconds a request), and again when the router's own list of routes changes length."""
+    routes = getattr(router, "routes", ())
+    try:
+        entry = _found.get(id(router))
+        if entry is None or entry[0] != len(routes):
+            if entry is None:
+                weakref.finalize(router, _found.pop, id(router), None)
+            entry = _found[id(router)] = (len(routes), {})
+        known = entry[1]
+        if endpoint not in known:
+            known[endpoint] = list(_by_endpoint(routes, endpoint, ""))
+        return known[endpoint]
+    except TypeError:  # no router, or one or an endpoint that cannot be a key
+        return list(_by_endpoint(routes, endpoint, ""))
 
 
 def _by_endpoint(
