@@ -17,12 +17,15 @@ import asyncio
 import contextlib
 import json
 import signal
+from pathlib import Path
 
 import pytest
+from agentbus.bench import payload_opens
 from agentbus.e2e import (
     World,
     assert_exactly_once,
     drain_outbox,
+    open_world,
     send_stream,
     until,
     wait_received,
@@ -98,8 +101,10 @@ async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:
         assert await stack.agent_status(sidecar.agent_id) == "online"
 
 
-async def test_gateway_killed_mid_stream(sidecars: World) -> None:
-    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+async def _killed_mid_stream(world: World) -> list[str]:
+    """Alice streams 60 messages to bob; the gateway is killed with SIGKILL after the 20th and
+    started again. Every message reaches bob exactly once; the ids sent."""
+    stack, alice, bob = world.stack, world.alice, world.bob
     await bob.start()
 
     async def kill_and_restart() -> None:
@@ -113,6 +118,27 @@ async def test_gateway_killed_mid_stream(sidecars: World) -> None:
     assert stack.starts == 2
     await wait_received(bob, set(sent), 90, stack)
     assert_exactly_once(bob, sent)
+    return sent
+
+
+async def test_gateway_killed_mid_stream(sidecars: World) -> None:
+    await _killed_mid_stream(sidecars)
+
+
+async def test_gateway_killed_mid_stream_with_inline_payloads(
+    agentbus_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with ``AGENTBUS_INLINE_PAYLOADS``: copies published by the send path carry
+    their payloads, any the reconciler publishes after the kill do not, and bob gets every
+    payload intact either way."""
+    monkeypatch.setenv("AGENTBUS_INLINE_PAYLOADS", "true")
+    async with open_world(agentbus_db, tmp_path) as world:
+        sent = await _killed_mid_stream(world)
+        opens = await payload_opens(world.stack.url)  # since the restart
+    texts = {row["msg_id"]: json.loads(row["envelope"])["data"]["text"]
+             for row in world.bob.query("SELECT msg_id, envelope FROM inbox")}  # fmt: skip
+    assert texts == {msg_id: f"message {n}" for n, msg_id in enumerate(sent)}
+    assert opens["inline"] > 0
 
 
 async def test_nats_restarted_mid_stream(sidecars: World) -> None:
