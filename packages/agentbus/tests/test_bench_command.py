@@ -17,7 +17,7 @@ from typing import Any
 import nats
 import psycopg
 import pytest
-from agentbus import bench
+from agentbus import bench, benchdeploy
 from agentbus.gateway.config import GatewaySettings
 
 
@@ -159,7 +159,9 @@ async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(
 def test_the_gateway_runs_without_request_rates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dep = bench.Deployment(tmp_path, "postgresql://db.invalid/x", "nats://nats.invalid:4222", 1)
+    dep = benchdeploy.Deployment(
+        tmp_path, "postgresql://db.invalid/x", "nats://nats.invalid:4222", 1
+    )
     for name, value in dep.gateway_environment().items():
         if name.startswith("AGENTBUS_"):
             monkeypatch.setenv(name, value)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from agentbus import bench, benchhost, benchhttp
+from agentbus import benchdeploy, benchhost, benchhttp
 from agentbus.benchcpu import CpuMeter
 from agentbus.benchlone import lone_rounds
 from hypothesis import given
@@ -124,7 +124,7 @@ def test_host_probe_runs_for_about_its_time() -> None:
 
 def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: Path) -> None:
     log = tmp_path / "gateway.log"
-    assert bench.gateway_errors(log) == []  # the gateway never started
+    assert benchdeploy.gateway_errors(log) == []  # the gateway never started
     lost = (
         "Traceback (most recent call last):\n  File x\n    raise exc\n"
         "psycopg.OperationalError: server closed the connection\n\tThis probably means\n"
@@ -142,8 +142,8 @@ def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: 
         "unhandled error in POST /v1/inbox/read | psycopg.OperationalError: server closed the"
         " connection This probably means"
     )
-    assert bench.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
-    assert bench.gateway_errors(log, last=1) == [read]
+    assert benchdeploy.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
+    assert benchdeploy.gateway_errors(log, last=1) == [read]
 
 
 class _Recorded:

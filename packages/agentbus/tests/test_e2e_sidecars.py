@@ -20,7 +20,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from agentbus.bench import payload_opens
+from agentbus.benchruns import payload_opens
 from agentbus.e2e import (
     World,
     assert_exactly_once,
