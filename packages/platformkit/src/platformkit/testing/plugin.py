@@ -1,5 +1,11 @@
 """The pytest plugin: session-wide real services and per-test databases.
 
+At the start of a session it removes the systems' settings from the environment (``SETTINGS``:
+``AGENTBUS_*``, ``Z4J_*``, ``STRATAPLANE_*`` and ``PLATFORMKIT_*``, but ``PLATFORMKIT_TEST_*``,
+which configure the tests): a developer's shell may export a deployment's database URL or a
+setting such as ``AGENTBUS_INLINE_PAYLOADS``, and the tests and the servers they start would
+otherwise read it, pointing them at that deployment or changing what they test.
+
 Fixtures:
 - ``pg_admin_url``: superuser URL of one embedded PostgreSQL per test session (or of the server
   in PLATFORMKIT_TEST_DATABASE_URL).
@@ -25,6 +31,8 @@ from platformkit.nats.embedded import EmbeddedNats
 from platformkit.testing.databases import DatabaseFactory
 from platformkit.testing.services import free_port, service_missing
 
+SETTINGS = ("AGENTBUS_", "Z4J_", "STRATAPLANE_", "PLATFORMKIT_")
+TEST_SETTINGS = "PLATFORMKIT_TEST_"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -36,6 +44,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name in [n for n in os.environ if n.startswith(SETTINGS)]:
+        if not name.startswith(TEST_SETTINGS):
+            del os.environ[name]
 
 
 @pytest.fixture(scope="session")
