@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import signal
 from pathlib import Path
 
@@ -155,6 +156,26 @@ async def test_nats_restarted_mid_stream(sidecars: World) -> None:
         await drain_outbox(rt, 60)
     await wait_received(bob, set(sent), 90, stack)
     assert_exactly_once(bob, sent)
+
+
+async def test_nats_back_without_its_data(sidecars: World) -> None:
+    """NATS restarted with an empty store (one that kept no data): the tenant stream and bob's
+    consumer are gone. What was delivered before stays delivered; the gateway creates both again
+    and every message sent after reaches bob exactly once."""
+    stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
+    await bob.start()
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        before = [(await send_message(rt, bob.address, {"text": f"before {n}"})).envelope["id"]
+                  for n in range(3)]  # fmt: skip
+        await wait_received(bob, set(before), 25, stack)
+        await asyncio.to_thread(stack.nats.stop)
+        shutil.rmtree(stack.nats.store_dir / "jetstream")
+        await asyncio.to_thread(stack.nats.start)
+        after = [(await send_message(rt, bob.address, {"text": f"after {n}"})).envelope["id"]
+                 for n in range(10)]  # fmt: skip
+        await drain_outbox(rt, 60)
+    await wait_received(bob, set(after), 60, stack)
+    assert_exactly_once(bob, [*before, *after])
 
 
 async def test_recipient_offline_then_back(pair: World) -> None:

@@ -80,7 +80,7 @@ class Broker:
         self._js: JetStreamContext | None = None
         self._connecting: asyncio.Task[None] | None = None
         self._streams: set[str] = set()
-        self._consumers: set[str] = set()
+        self._consumers: dict[str, set[str]] = {}  # stream -> its consumers verified here
 
     @property
     def connected(self) -> bool:
@@ -125,6 +125,14 @@ class Broker:
     def knows_stream(self, tenant_id: uuid.UUID) -> bool:
         return stream_name(tenant_id) in self._streams
 
+    def forget(self, tenant_id: uuid.UUID) -> None:
+        """Verify the tenant stream and its consumers again before their next use: JetStream
+        may have lost them (a NATS server restarted without its data, a stream deleted behind
+        the gateway's back), and ``ensure_stream`` then creates the stream again."""
+        name = stream_name(tenant_id)
+        self._streams.discard(name)
+        self._consumers.pop(name, None)
+
     async def ensure_stream(
         self, tenant_id: uuid.UUID, *, retention_days: int, max_bytes: int | None = None
     ) -> None:
@@ -135,6 +143,7 @@ class Broker:
         try:
             await self.js.stream_info(name)
         except NotFoundError:
+            self._consumers.pop(name, None)  # a new stream has none
             await self.js.add_stream(
                 StreamConfig(
                     name=name,
@@ -165,29 +174,29 @@ class Broker:
     async def ensure_consumer(self, tenant_id: uuid.UUID, agent: Mapping[str, Any]) -> None:
         """Create (or bring up to date) the agent's durable pull consumer (05 §2.3)."""
         name = str(agent["nats_consumer"])
-        if name in self._consumers:
-            return
         stream = stream_name(tenant_id)
+        if name in self._consumers.get(stream, ()):
+            return
         body = {"stream_name": stream, "config": consumer_config(agent)}
         reply = await self._api(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", body)
         if "error" in reply:
             raise RuntimeError(f"consumer {name}: {reply['error']}")
-        self._consumers.add(name)
+        self._consumers.setdefault(stream, set()).add(name)
 
     async def update_consumer(self, tenant_id: uuid.UUID, agent: Mapping[str, Any]) -> None:
         """Bring an existing consumer up to the agent's row (its ``max_ack_pending``)."""
-        self._consumers.discard(str(agent["nats_consumer"]))
+        self._consumers.get(stream_name(tenant_id), set()).discard(str(agent["nats_consumer"]))
         await self.ensure_consumer(tenant_id, agent)
 
     async def delete_stream(self, tenant_id: uuid.UUID) -> None:
         """The tenant stream with its consumers (gone already is fine)."""
         name = stream_name(tenant_id)
-        self._streams.discard(name)
+        self.forget(tenant_id)
         with contextlib.suppress(NotFoundError):
             await self.js.delete_stream(name)
 
     async def delete_consumer(self, tenant_id: uuid.UUID, consumer: str) -> None:
-        self._consumers.discard(consumer)
+        self._consumers.get(stream_name(tenant_id), set()).discard(consumer)
         with contextlib.suppress(NotFoundError):
             await self.js.delete_consumer(stream_name(tenant_id), consumer)
 

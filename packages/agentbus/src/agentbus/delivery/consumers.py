@@ -32,8 +32,10 @@ async def ensure_consumer(svc: DeliveryService, who: AgentPrincipal) -> None:
 
 
 def forget_consumer(svc: DeliveryService, who: AgentPrincipal) -> None:
-    """The consumer vanished (deleted behind our back): verify it again on the next fetch."""
+    """The consumer vanished (deleted behind our back, or with its stream when NATS lost its
+    data): verify it and the tenant stream again on the next fetch, creating what is gone."""
     svc.ready.discard(who.agent_id)
+    svc.gateway.broker.forget(who.tenant_id)
 
 
 async def pending_estimate(svc: DeliveryService, who: AgentPrincipal) -> int | None:

@@ -112,10 +112,11 @@ async def publish_message(
 ) -> int | None:
     """Publish a committed ``messages`` row (with ``from_address`` and ``to_subject``) and
     record its sequence; the sequence, or None when JetStream did not confirm (the row then
-    waits for the reconciler). Never call it inside the transaction that inserts the row.
-    With ``record_seq=False`` the caller writes the sequence itself, as the send path does in
-    the statement that inserts the receipt (``receipts.issue_receipt``). ``sealed``: the
-    payload to carry inline (``nats_body``)."""
+    waits for the reconciler, and the tenant stream is verified again before the next publish,
+    so one that JetStream lost is created again). Never call it inside the transaction that
+    inserts the row. With ``record_seq=False`` the caller writes the sequence itself, as the
+    send path does in the statement that inserts the receipt (``receipts.issue_receipt``).
+    ``sealed``: the payload to carry inline (``nats_body``)."""
     if not gw.broker.connected or row.get("to_subject") is None:
         return None
     tenant_id: uuid.UUID = row["tenant_id"]
@@ -131,6 +132,7 @@ async def publish_message(
         headers=nats_headers(row),
     )
     if ack is None:
+        gw.broker.forget(tenant_id)  # a stream JetStream lost is created again next time
         return None
     if record_seq:
         async with tenant_transaction(gw.pool, SCOPE, tenant_id) as conn:
