@@ -56,12 +56,20 @@ async def _wrapped_keys(admin_url: str) -> list[tuple[str, bytes]]:
         return await wrapped_keys(conn)
 
 
+def payloads_line(settings: GatewaySettings) -> str:
+    """Where the gateway keeps payloads, and whether small ones also travel inline."""
+    where = settings.object_store_url or str(settings.objects_dir)
+    inline = ", and inline in JetStream under 64 KiB" if settings.inline_payloads else ""
+    return f"payloads in {where}{inline}"
+
+
 def serve(settings: GatewaySettings, say: Callable[[str], None] = lambda _line: None) -> int:
     admin_url, nats_url = prepare(settings, say)
     os.environ["AGENTBUS_DATABASE_URL"] = admin_url
     os.environ["AGENTBUS_NATS_URL"] = nats_url
     os.environ["AGENTBUS_CONFIG_DIR"] = str(settings.config_dir)
     say(f"AgentBus gateway on http://{settings.host}:{settings.port}")
+    say(payloads_line(settings))
     return serve_app(
         APP_FACTORY, settings.host, settings.port, settings.workers, factory=True,
         drain_grace_s=DRAIN_GRACE_S,  # the gateway answers polls and closes sockets on the drain
