@@ -189,6 +189,15 @@ def test_listing_users_workspaces_tenants_and_suspending(admin: Admin) -> None:
     assert "expected a ten_ id" in bad.output
 
 
+def test_republishing_a_tenants_waiting_messages(admin: Admin) -> None:
+    tenant = first_id("ten", admin("tenants", "create", "delta", "--name", "Delta").output)
+    said = admin("tenants", "republish", tenant, "--reason", "NATS lost its data").output
+    assert f"0 waiting messages of {tenant}" in said
+    rows = admin.json("audit", "--tenant", tenant)
+    [row] = [r for r in rows if r["action"] == "tenant.republish"]
+    assert row["details"] == {"reason": "NATS lost its data", "messages": 0}
+
+
 def test_a_keyring_that_did_not_wrap_the_databases_keys_is_refused(
     agentbus_db: str, tmp_path: Path
 ) -> None:

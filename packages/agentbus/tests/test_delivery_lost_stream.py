@@ -2,7 +2,8 @@
 deleted behind the gateway's back), on real PostgreSQL and NATS: the send that finds it gone is
 accepted and left to the reconciler, which creates the stream again and publishes it; the sends
 after it are published at once; the recipient's pull creates its consumer again and gets them
-all, in order."""
+all, in order. What the lost stream held goes out again once the operator republishes the
+tenant's waiting messages (05 §13.2), each presented once."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from datetime import timedelta
 
 import httpx
 from agentbus import broker
+from agentbus.actions import tenants
+from agentbus.actions.context import Actor, Ctx
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.reconciler import Reconciler
 from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_envelope, settle_inbox
@@ -40,3 +43,36 @@ async def test_a_lost_stream_is_created_again_and_what_was_sent_meanwhile_arrive
         (meanwhile["id"], "meanwhile"),
         (after["id"], "after"),
     ]
+
+
+async def test_republishing_sends_what_the_lost_stream_held_again(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world, alice, bob = await alice_and_bob(gateway, gateway_client)
+    cnv = alice.envelope(bob.address, {"text": "read"})["conversation"]
+    sent = [
+        alice.envelope(bob.address, {"text": text}, conversation=cnv)
+        for text in ("read", "fetched", "waiting")
+    ]
+    await post_envelope(gateway_client, alice, sent[0])
+    [first] = (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]
+    await settle_inbox(gateway_client, bob, "read", [{"msg_id": first["msg_id"]}])
+    await post_envelope(gateway_client, alice, sent[1])
+    [fetched] = (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]  # never acked
+    await post_envelope(gateway_client, alice, sent[2])
+
+    await gateway.broker.js.delete_stream(broker.stream_name(world.tenant_id))
+    operator = Ctx(gateway.pool, Actor.operator())
+    assert await tenants.republish_undelivered(operator, world.tenant_id) == 2
+    reconciler = Reconciler(gateway, min_age=timedelta(0))
+    # the first publish finds the stream gone, the next ones create it and go out
+    assert await reconciler.run_once() + await reconciler.run_once() == 2
+
+    arrived: dict[str, str] = {}
+    for _ in range(3):  # the consumer is created again by the first of these pulls
+        for d in (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]:
+            arrived[d["msg_id"]] = d["envelope"]["data"]["text"]
+        if len(arrived) == 2:
+            break
+    assert arrived == {fetched["msg_id"]: "fetched", sent[2]["id"]: "waiting"}
+    assert (await poll_inbox(gateway_client, bob, wait_s=1))["deliveries"] == []

@@ -220,6 +220,16 @@ def tenants_resume(ctx: typer.Context, tenant: TenantArg, reason: ReasonOpt = No
     console.print(f"resumed {tenant}")
 
 
+@tenants_app.command("republish")
+def tenants_republish(ctx: typer.Context, tenant: TenantArg, reason: ReasonOpt = None) -> None:
+    """After NATS lost the tenant's stream: publish every message still waiting again."""
+    tid = _id("ten", tenant, "TENANT")
+    count = _run(ctx, lambda c: tenants.republish_undelivered(c, tid, reason=reason))
+    console.print(
+        f"{count} waiting messages of {tenant} go out again with the reconciler's next pass"
+    )
+
+
 @workspaces_app.command("create")
 def workspaces_create(
     ctx: typer.Context,

@@ -1,5 +1,5 @@
-"""Tenants: create (platform operator), list (platform operator), suspend, and update (its owner
-or an admin) (04-API-SPEC §10.1).
+"""Tenants: create (platform operator), list (platform operator), suspend, republish what a lost
+stream held (platform operator), and update (its owner or an admin) (04-API-SPEC §10.1).
 
 A tenant is created in its own scope: the new id is set as ``app.tenant_id`` first, so every row
 (tenant, subscription, data key, owner, membership, bootstrap token, audit) passes RLS as the
@@ -24,6 +24,7 @@ from agentbus.actions.users import OwnerSpec, add_user
 from agentbus.actions.validate import PLANS, check_one_of, check_slug, check_text
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError, AlreadyExists, RequestInvalid, StateConflict
+from agentbus.gateway.store import messages
 from agentbus.ids import format_id
 from agentbus.keys import PLATFORM_KEK, add_tenant_key
 from agentbus.store import integration_tokens, plans, tenants
@@ -114,6 +115,23 @@ async def resume_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = 
     """``suspended`` -> ``active``: the tenant's tokens and agents work again (their own
     revocations and disabled agents stay as they were)."""
     return await _move(ctx, tenant_id, "active", "suspended", "tenant.resume", reason)
+
+
+async def republish_undelivered(
+    ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None
+) -> int:
+    """After the tenant's stream lost its data (05 §13.2), by the platform operator: every
+    message still waiting for delivery is published again by the reconciler; how many. Safe
+    where the stream kept them: a copy delivered twice is suppressed at the gateway and in the
+    sidecar (05 §10.3, §10.4). Audit row ``tenant.republish`` with the count."""
+    require_platform(ctx)
+    async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
+        count = await messages.unpublish_undelivered(conn, tenant_id)
+        await record_action(
+            conn, ctx, tenant_id, "tenant.republish", target_type="tenant",
+            target_id=format_id("ten", tenant_id), details={"reason": reason, "messages": count},
+        )  # fmt: skip
+        return count
 
 
 async def _move(

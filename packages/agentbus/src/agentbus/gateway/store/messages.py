@@ -124,6 +124,19 @@ async def set_stream_seq(
     return cur.rowcount == 1
 
 
+async def unpublish_undelivered(conn: Conn, tenant_id: uuid.UUID) -> int:
+    """Forget the stream sequence of every message of the tenant still waiting for delivery
+    (``accepted`` or ``fetched`` without a transport ack), so the reconciler publishes it
+    again (05 §13.2: stream data lost); how many."""
+    cur = await conn.execute(
+        """UPDATE messages SET stream_seq = NULL, status = 'accepted'
+           WHERE tenant_id = %s AND status IN ('accepted', 'fetched')
+             AND stream_seq IS NOT NULL""",
+        (tenant_id,),
+    )
+    return cur.rowcount
+
+
 async def unpublished(
     conn: Conn, tenant_id: uuid.UUID, *, older_than: timedelta, limit: int
 ) -> list[Row]:
