@@ -75,7 +75,8 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
         if row["bench"] == "gateway":
             assert (row["workers"], row["lanes"], row["payloads"]) == (1, 2, "store")
-            assert row["payload_opens"] == {"inline": 0, "store": 40}
+            opens = row["payload_opens"]  # a redelivery opens its payload again
+            assert (opens["inline"], opens["store"] >= 40) == (0, True), opens
         assert row["msgs_per_sec"] > 0
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         # each message reached its receiver before its read was answered
@@ -114,7 +115,8 @@ async def test_bench_over_the_delivery_websocket(
     for row in runs:
         assert (row["acked"], row["errors"]) == (40, 0), row
         # the gateway opened every payload from its JetStream copy, none from the store
-        assert (row["payloads"], row["payload_opens"]) == ("inline", {"inline": 40, "store": 0})
+        opens = row["payload_opens"]
+        assert (row["payloads"], opens["inline"] >= 40, opens["store"]) == ("inline", True, 0)
         assert 0 < row["p50_ms"] <= row["p99_ms"] <= row["max_ms"]
         # each message reached its receiver before its read was answered
         assert 0 < row["delivered_p50_ms"] <= row["p50_ms"]
