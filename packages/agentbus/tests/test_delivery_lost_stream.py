@@ -2,8 +2,8 @@
 deleted behind the gateway's back), on real PostgreSQL and NATS: the send that finds it gone is
 accepted and left to the reconciler, which creates the stream again and publishes it; the sends
 after it are published at once; the recipient's pull creates its consumer again and gets them
-all, in order. What the lost stream held goes out again once the operator republishes the
-tenant's waiting messages (05 §13.2), each presented once."""
+all, in order. What the lost stream held goes out again: by itself when the gateway creates the
+stream again, or when the operator republishes the tenant's waiting messages (05 §13.2)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ import httpx
 from agentbus import broker
 from agentbus.actions import tenants
 from agentbus.actions.context import Actor, Ctx
+from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.reconciler import Reconciler
 from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_envelope, settle_inbox
+from platformkit.db.scope import tenant_transaction
 
 
 async def test_a_lost_stream_is_created_again_and_what_was_sent_meanwhile_arrives(
@@ -76,3 +78,34 @@ async def test_republishing_sends_what_the_lost_stream_held_again(
             break
     assert arrived == {fetched["msg_id"]: "fetched", sent[2]["id"]: "waiting"}
     assert (await poll_inbox(gateway_client, bob, wait_s=1))["deliveries"] == []
+
+
+async def test_what_the_lost_stream_held_goes_out_again_when_the_stream_is_created_again(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    world, alice, bob = await alice_and_bob(gateway, gateway_client)
+    waiting = alice.envelope(bob.address, {"text": "waiting"})
+    assert (await post_envelope(gateway_client, alice, waiting))["receipt"]["seq"] == 1
+
+    await gateway.broker.js.delete_stream(broker.stream_name(world.tenant_id))
+    later = alice.envelope(bob.address, {"text": "later"})
+    assert (await post_envelope(gateway_client, alice, later))["receipt"]["seq"] is None
+    reconciler = Reconciler(gateway, min_age=timedelta(0))
+    # the stream is created again, which sends what it held out again with the reconciler
+    assert await reconciler.run_once() + await reconciler.run_once() == 2
+
+    arrived: dict[str, str] = {}
+    for _ in range(3):
+        for d in (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]:
+            arrived[d["msg_id"]] = d["envelope"]["data"]["text"]
+        if len(arrived) == 2:
+            break
+    assert arrived == {waiting["id"]: "waiting", later["id"]: "later"}
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT actor_id, details FROM audit_actions WHERE action = 'tenant.republish'"
+        )
+        rows = await cur.fetchall()
+    assert [(r["actor_id"], r["details"]["messages"]) for r in rows] == [
+        ("gateway:stream-created", 1)
+    ]

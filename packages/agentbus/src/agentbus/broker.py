@@ -135,14 +135,17 @@ class Broker:
 
     async def ensure_stream(
         self, tenant_id: uuid.UUID, *, retention_days: int, max_bytes: int | None = None
-    ) -> None:
-        """Create the tenant stream if this process has not seen it yet (05 §2.2)."""
+    ) -> bool:
+        """Create the tenant stream if this process has not seen it yet (05 §2.2); whether it
+        created it (False when it exists, or when another process created it meanwhile)."""
         name = stream_name(tenant_id)
         if name in self._streams:
-            return
+            return False
+        created = False
         try:
             await self.js.stream_info(name)
         except NotFoundError:
+            created = True
             self._consumers.pop(name, None)  # a new stream has none
             await self.js.add_stream(
                 StreamConfig(
@@ -161,6 +164,7 @@ class Broker:
                 )
             )
         self._streams.add(name)
+        return created
 
     async def set_retention(self, tenant_id: uuid.UUID, retention_days: int) -> None:
         """The tenant stream's ``max_age`` (a stream not created yet gets it when it is)."""

@@ -118,15 +118,18 @@ async def resume_tenant(ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = 
 
 
 async def republish_undelivered(
-    ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None
+    ctx: Ctx, tenant_id: uuid.UUID, *, reason: str | None = None, record_none: bool = True
 ) -> int:
-    """After the tenant's stream lost its data (05 §13.2), by the platform operator: every
-    message still waiting for delivery is published again by the reconciler; how many. Safe
-    where the stream kept them: a copy delivered twice is suppressed at the gateway and in the
-    sidecar (05 §10.3, §10.4). Audit row ``tenant.republish`` with the count."""
+    """After the tenant's stream lost its data (05 §13.2), by the platform operator or the
+    gateway that created the stream again: every message still waiting for delivery is
+    published again by the reconciler; how many. Safe where the stream kept them: a copy
+    delivered twice is suppressed at the gateway and in the sidecar (05 §10.3, §10.4). Audit
+    row ``tenant.republish`` with the count (none for a count of 0 unless ``record_none``)."""
     require_platform(ctx)
     async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
         count = await messages.unpublish_undelivered(conn, tenant_id)
+        if count == 0 and not record_none:
+            return 0
         await record_action(
             conn, ctx, tenant_id, "tenant.republish", target_type="tenant",
             target_id=format_id("ten", tenant_id), details={"reason": reason, "messages": count},

@@ -22,6 +22,8 @@ from typing import Any
 from platformkit.db.scope import Conn, tenant_transaction
 from wirekit import canonical_json
 
+from agentbus.actions import tenants as tenant_actions
+from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.schemas import TASK_LIFECYCLE, TASK_REQUEST
@@ -97,9 +99,27 @@ async def ensure_tenant_stream(gw: Gateway, tenant_id: uuid.UUID) -> None:
         limits = await plans.effective_limits(conn, tenant_id)
     if tenant is None:
         raise LookupError(f"no tenant {tenant_id}")
-    await gw.broker.ensure_stream(
+    created = await gw.broker.ensure_stream(
         tenant_id, retention_days=tenant["retention_days"], max_bytes=limits.get("stream_bytes")
     )
+    if created:
+        await republish_lost(gw, tenant)
+
+
+async def republish_lost(gw: Gateway, tenant: dict[str, Any]) -> None:
+    """After this process created the stream of an active tenant: what the tenant's rows say
+    was published and is still waiting is not in the new stream (JetStream lost it, 05 §13.2),
+    so it goes out again with the reconciler; a new tenant has no such rows."""
+    if tenant["status"] != "active":
+        return
+    system = Ctx(gw.pool, Actor.system("gateway:stream-created"))
+    count = await tenant_actions.republish_undelivered(
+        system, tenant["id"], reason="the tenant stream was missing and created again",
+        record_none=False,
+    )  # fmt: skip
+    if count:
+        log.warning("stream of tenant %s created again: %d waiting messages go out again",
+                    tenant["id"], count)  # fmt: skip
 
 
 async def publish_message(
