@@ -32,7 +32,7 @@ from agentbus.e2e import (
     wait_received,
 )
 from agentbus_sidecar.actions.sending import send_message
-from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.runtime import Runtime, open_runtime
 from agentbus_sidecar.store import outbox
 
 pytestmark = pytest.mark.timeout(360)
@@ -159,23 +159,30 @@ async def test_nats_restarted_mid_stream(sidecars: World) -> None:
 
 
 async def test_nats_back_without_its_data(sidecars: World) -> None:
-    """NATS restarted with an empty store (one that kept no data): the tenant stream and bob's
-    consumer are gone. What was delivered before stays delivered; the gateway creates both again
-    and every message sent after reaches bob exactly once."""
+    """NATS restarted with an empty store (one that kept no data): the tenant stream, bob's
+    consumer and the messages waiting for bob (offline meanwhile) are gone. The gateway creates
+    the stream and the consumer again and sends the waiting messages out again; they and every
+    message sent after reach bob exactly once."""
     stack, alice, bob = sidecars.stack, sidecars.alice, sidecars.bob
     await bob.start()
+
+    async def send(rt: Runtime, text: str) -> str:
+        return str((await send_message(rt, bob.address, {"text": text})).envelope["id"])
+
     async with open_runtime(alice.credentials, alice.state_dir) as rt:
-        before = [(await send_message(rt, bob.address, {"text": f"before {n}"})).envelope["id"]
-                  for n in range(3)]  # fmt: skip
+        before = [await send(rt, f"before {n}") for n in range(3)]
         await wait_received(bob, set(before), 25, stack)
+        await bob.stop()
+        waiting = [await send(rt, f"waiting {n}") for n in range(2)]
+        await drain_outbox(rt, 30)
         await asyncio.to_thread(stack.nats.stop)
         shutil.rmtree(stack.nats.store_dir / "jetstream")
         await asyncio.to_thread(stack.nats.start)
-        after = [(await send_message(rt, bob.address, {"text": f"after {n}"})).envelope["id"]
-                 for n in range(10)]  # fmt: skip
+        await bob.start()
+        after = [await send(rt, f"after {n}") for n in range(10)]
         await drain_outbox(rt, 60)
-    await wait_received(bob, set(after), 60, stack)
-    assert_exactly_once(bob, [*before, *after])
+    await wait_received(bob, {*waiting, *after}, 60, stack)
+    assert_exactly_once(bob, [*before, *waiting, *after])
 
 
 async def test_recipient_offline_then_back(pair: World) -> None:
