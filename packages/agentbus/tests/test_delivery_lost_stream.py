@@ -16,8 +16,26 @@ from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.reconciler import Reconciler
-from agentbus.gateway.testkit import alice_and_bob, poll_inbox, post_envelope, settle_inbox
+from agentbus.gateway.testkit import (
+    SimAgent,
+    alice_and_bob,
+    poll_inbox,
+    post_envelope,
+    settle_inbox,
+)
 from platformkit.db.scope import tenant_transaction
+
+
+async def arrivals(client: httpx.AsyncClient, agent: SimAgent, count: int) -> dict[str, str]:
+    """Message id -> text of what ``agent``'s pulls hand out, until ``count`` have come (the
+    first pull creates the consumer again, and may answer before the rest is there)."""
+    arrived: dict[str, str] = {}
+    for _ in range(3):
+        for d in (await poll_inbox(client, agent, wait_s=2))["deliveries"]:
+            arrived[d["msg_id"]] = d["envelope"]["data"]["text"]
+        if len(arrived) >= count:
+            break
+    return arrived
 
 
 async def test_a_lost_stream_is_created_again_and_what_was_sent_meanwhile_arrives(
@@ -70,12 +88,7 @@ async def test_republishing_sends_what_the_lost_stream_held_again(
     # the first publish finds the stream gone, the next ones create it and go out
     assert await reconciler.run_once() + await reconciler.run_once() == 2
 
-    arrived: dict[str, str] = {}
-    for _ in range(3):  # the consumer is created again by the first of these pulls
-        for d in (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]:
-            arrived[d["msg_id"]] = d["envelope"]["data"]["text"]
-        if len(arrived) == 2:
-            break
+    arrived = await arrivals(gateway_client, bob, 2)
     assert arrived == {fetched["msg_id"]: "fetched", sent[2]["id"]: "waiting"}
     assert (await poll_inbox(gateway_client, bob, wait_s=1))["deliveries"] == []
 
@@ -94,12 +107,7 @@ async def test_what_the_lost_stream_held_goes_out_again_when_the_stream_is_creat
     # the stream is created again, which sends what it held out again with the reconciler
     assert await reconciler.run_once() + await reconciler.run_once() == 2
 
-    arrived: dict[str, str] = {}
-    for _ in range(3):
-        for d in (await poll_inbox(gateway_client, bob, wait_s=2))["deliveries"]:
-            arrived[d["msg_id"]] = d["envelope"]["data"]["text"]
-        if len(arrived) == 2:
-            break
+    arrived = await arrivals(gateway_client, bob, 2)
     assert arrived == {waiting["id"]: "waiting", later["id"]: "later"}
     async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
         cur = await conn.execute(

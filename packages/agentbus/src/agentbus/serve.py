@@ -23,6 +23,7 @@ from platformkit.nats.embedded import EmbeddedNats
 
 from agentbus import db
 from agentbus.gateway.config import GatewaySettings
+from agentbus.gateway.payloads import INLINE_MAX_BYTES
 from agentbus.gateway.signing import check_keyring, wrapped_keys
 
 APP_FACTORY = "agentbus.gateway.app:create_app"
@@ -59,7 +60,8 @@ async def _wrapped_keys(admin_url: str) -> list[tuple[str, bytes]]:
 def payloads_line(settings: GatewaySettings) -> str:
     """Where the gateway keeps payloads, and whether small ones also travel inline."""
     where = settings.object_store_url or str(settings.objects_dir)
-    inline = ", and inline in JetStream under 64 KiB" if settings.inline_payloads else ""
+    limit = f"{INLINE_MAX_BYTES // 1024} KiB"
+    inline = f", and inline in JetStream under {limit}" if settings.inline_payloads else ""
     return f"payloads in {where}{inline}"
 
 

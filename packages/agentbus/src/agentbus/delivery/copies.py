@@ -17,8 +17,9 @@ import asyncio
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from nats.aio.msg import Msg
@@ -67,21 +68,20 @@ class Copy:
     nak_ms: int = 0
     dlq_reason: str | None = None
     discard: bool = False
-    _envelope: dict[str, Any] | None = field(default=None, repr=False)
 
     def drop(self, settle: str, nak_ms: int = 0) -> None:
         self.verdict, self.settle, self.nak_ms = Triage.GONE, settle, nak_ms
 
+    @cached_property
     def envelope(self) -> dict[str, Any]:
         """The copy's body: the signed envelope with ``data`` a reference (``publish``)."""
-        if self._envelope is None:
-            self._envelope = json.loads(self.msg.data)
-        return self._envelope
+        body: dict[str, Any] = json.loads(self.msg.data)
+        return body
 
     def inline(self) -> bytes | None:
         """The sealed payload the copy carries (``inline_payloads``), or None; a malformed one
         counts as none, and the store's copy is read."""
-        data = self.envelope().get("data")
+        data = self.envelope.get("data")
         sealed = data.get("$sealed") if isinstance(data, dict) else None
         try:
             return None if sealed is None else b64url_decode(sealed)

@@ -192,7 +192,7 @@ def _answer(
     for copy in sorted(copies, key=lambda c: c.stream_seq):
         if copy.verdict is not Triage.DELIVER or copy.row is None or copy.msg_id is None:
             continue
-        envelope = copy.envelope() | {"data": copy.data}
+        envelope = copy.envelope | {"data": copy.data}
         token = svc.tokens.mint(who.tenant_id, who.agent_id, copy.msg_id, copy.msg.reply or "")
         item = delivery_view(copy.row, copy.attempt, copy.stream_seq, token, envelope, keys)
         item_size = len(fastjson.dumps(item))

@@ -99,14 +99,21 @@ async def ensure_tenant_stream(gw: Gateway, tenant_id: uuid.UUID) -> None:
         limits = await plans.effective_limits(conn, tenant_id)
     if tenant is None:
         raise LookupError(f"no tenant {tenant_id}")
-    created = await gw.broker.ensure_stream(
-        tenant_id, retention_days=tenant["retention_days"], max_bytes=limits.get("stream_bytes")
-    )
-    if created:
-        await republish_lost(gw, tenant)
+    await create_tenant_stream(gw, tenant, limits.get("stream_bytes"))
 
 
-async def republish_lost(gw: Gateway, tenant: dict[str, Any]) -> None:
+async def create_tenant_stream(
+    gw: Gateway, tenant: dict[str, Any], stream_bytes: int | None
+) -> None:
+    """``ensure_tenant_stream`` for a caller that holds the tenant row and its ``stream_bytes``:
+    the stream, and when this process had to create it, what a lost one held sent out again."""
+    if await gw.broker.ensure_stream(
+        tenant["id"], retention_days=tenant["retention_days"], max_bytes=stream_bytes
+    ):
+        await _republish_lost(gw, tenant)
+
+
+async def _republish_lost(gw: Gateway, tenant: dict[str, Any]) -> None:
     """After this process created the stream of an active tenant: what the tenant's rows say
     was published and is still waiting is not in the new stream (JetStream lost it, 05 §13.2),
     so it goes out again with the reconciler; a new tenant has no such rows."""

@@ -33,7 +33,7 @@ from agentbus.gateway.agent_spec import (
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.errors import AgentNameTaken, NameReserved
 from agentbus.gateway.proofs import verify_key_proof
-from agentbus.gateway.publish import republish_lost
+from agentbus.gateway.publish import create_tenant_stream
 from agentbus.gateway.store import agents
 from agentbus.gateway.views import agent_view, key_view
 from agentbus.ids import InvalidId, format_id, parse_id
@@ -167,10 +167,7 @@ async def prepare_delivery(
 ) -> None:
     """After commit: the tenant stream and the agent's consumer; best effort (05 §2.3)."""
     try:
-        if await gw.broker.ensure_stream(
-            tenant["id"], retention_days=tenant["retention_days"], max_bytes=stream_bytes
-        ):
-            await republish_lost(gw, tenant)
+        await create_tenant_stream(gw, tenant, stream_bytes)
         await gw.broker.ensure_consumer(tenant["id"], agent)
     except Exception as exc:  # NATS down: the agent's first fetch creates the consumer
         log.warning("consumer for %s not created yet: %s", agent["nats_consumer"], exc)

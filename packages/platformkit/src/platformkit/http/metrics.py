@@ -15,9 +15,8 @@ the one process is exported as it is.
 from __future__ import annotations
 
 import os
-import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, finalize
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -106,7 +105,7 @@ def _serving(router: object, endpoint: object) -> Found:
         entry = _found.get(id(router))
         if entry is None or entry[0] != len(routes):
             if entry is None:
-                weakref.finalize(router, _found.pop, id(router), None)
+                finalize(router, _found.pop, id(router), None)
             entry = _found[id(router)] = (len(routes), {})
         known = entry[1]
         if endpoint not in known:
