@@ -22,10 +22,12 @@ from typing import Any
 
 import pytest
 import redis
+from celery import signals  # type: ignore[import-untyped]
 from platformkit.testing.services import free_port, service_missing, tcp_reachable
 from z4j_agent.buffer import EventBuffer
 from z4j_agent.celery import install, uninstall
 from z4j_agent.config import AgentConfig
+from z4j_agent.events import utc_iso
 from z4j_agent.protocol import encode_secret
 
 APP_DIR = Path(__file__).parent / "celeryapp"
@@ -250,3 +252,35 @@ def test_events_are_captured_and_buffered_while_the_brain_is_down(worker: dict[s
     assert workers[0]["kind"] == "worker.online"
     assert workers[-1]["kind"] == "worker.offline"
     assert workers[0]["data"]["pool"] == worker["pool"]
+
+
+def test_task_sent_is_stamped_when_publishing_begins(tmp_path: Path) -> None:
+    """A worker can start a task before the broker's answer reaches the publisher; the sent
+    event carries the moment publishing began, so it never follows ``started`` on one clock."""
+    app = _make_app()("memory://", "z4j-stamp")
+    seen: dict[str, str] = {}
+
+    def slow_broker(headers: Any = None, **_: Any) -> None:  # connected before the agent
+        seen["broker_answered"] = utc_iso()
+        time.sleep(0.05)
+
+    signals.after_task_publish.connect(slow_broker, weak=False)
+    path = tmp_path / "producer.sqlite3"
+    install(
+        app,
+        AgentConfig(
+            brain_url="http://127.0.0.1:9", token="t", hmac_secret=SECRET, buffer_path=path
+        ),
+    )
+    try:
+        first = app.tasks["z4j_test.add"].delay(1, 2).id
+        second = app.send_task("z4j_test.add", (3, 4)).id
+    finally:
+        uninstall(timeout=0.1)
+        signals.after_task_publish.disconnect(slow_broker)
+        app.close()
+    sent = {e["task_id"]: e for e in read_events(path) if e["kind"] == "task.sent"}
+    assert set(sent) == {first, second}
+    # utc_iso strings of one format sort as the moments they name.
+    assert sent[second]["occurred_at"] < seen["broker_answered"]
+    assert sent[first]["occurred_at"] < sent[second]["occurred_at"]

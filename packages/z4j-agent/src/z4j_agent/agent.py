@@ -13,6 +13,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 from z4j_agent.buffer import EventBuffer
@@ -100,13 +101,25 @@ class Agent:
     def transport(self) -> Transport | None:
         return self._transport if self._transport_pid == os.getpid() else None
 
-    def record(self, kind: str, task_id: str | None, data: Mapping[str, Any]) -> None:
-        """Buffer one event; logs instead of raising when anything goes wrong."""
+    def record(
+        self,
+        kind: str,
+        task_id: str | None,
+        data: Mapping[str, Any],
+        occurred_at: datetime | None = None,
+    ) -> None:
+        """Buffer one event (stamped now unless ``occurred_at`` says when it happened); logs
+        instead of raising when anything goes wrong."""
         try:
             if not self.enabled:
                 return
             event = make_event(
-                kind, task_id, data, engine=self.engine, redact_keys=self.config.redact_keys
+                kind,
+                task_id,
+                data,
+                engine=self.engine,
+                redact_keys=self.config.redact_keys,
+                occurred_at=occurred_at,
             )
             self.buffer.append([event])
             if self.auto_ship is not None and self.transport is None:

@@ -82,12 +82,14 @@ class CeleryIntegration(TaskCapture):
         self.started_at = utc_iso()
         self.pool: dict[str, Any] = {}
         self._started: dict[str, float] = {}
+        self._publishing = threading.local()
         self._heartbeat_stop = threading.Event()
         agent.use_buffer(f"producer-{app.main or 'celery'}")
         agent.auto_ship = lambda: self._identity(
             f"producer.{app.main or 'celery'}@{socket.gethostname()}", "producer"
         )
         self._receivers = [
+            (signals.before_task_publish, self.on_before_publish),
             (signals.after_task_publish, self.on_published),
             (signals.task_received, self.on_received),
             (signals.task_prerun, self.on_prerun),

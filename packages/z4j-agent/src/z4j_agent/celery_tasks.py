@@ -5,7 +5,9 @@ agent makes recording safe (it never raises into the task).
 
 from __future__ import annotations
 
+import threading
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from z4j_agent.agent import Agent
@@ -21,16 +23,26 @@ from z4j_agent.celery_data import (
 
 
 class TaskCapture:
-    """The task-signal receivers; ``_started`` holds start times of tasks running here."""
+    """The task-signal receivers; ``_started`` holds start times of tasks running here, and
+    ``_publishing`` the (task id, moment) of the message this thread is publishing."""
 
     app: Any
     agent: Agent
     _started: dict[str, float]
+    _publishing: threading.local
 
     def _extra(self) -> tuple[str, ...]:
         return self.agent.config.redact_keys if self.agent.enabled else ()
 
-    # Producer side.
+    # Producer side. A worker may receive and start the task before the broker's answer reaches
+    # the publisher, so the event is stamped when publishing begins: ``task_sent`` then never
+    # follows ``started`` on one clock. Both signals fire in the publishing thread, one pair at a
+    # time, so a thread-local slot holds the moment and nothing outlives a failed publish.
+    def on_before_publish(self, headers: Any = None, body: Any = None, **_: Any) -> None:
+        info = headers if isinstance(headers, dict) and "id" in headers else body
+        task_id = info.get("id") if isinstance(info, dict) else None
+        self._publishing.sent = (None if task_id is None else str(task_id), datetime.now(UTC))
+
     def on_published(
         self,
         sender: Any = None,
@@ -44,7 +56,10 @@ class TaskCapture:
         # Only a finalized app's registry is read: ``app.tasks`` would finalize it otherwise.
         task = self.app.tasks.get(data["task_name"]) if self.app.finalized else None
         data["args"] = mask_positional(task, data["args"], self._extra())
-        self.agent.record("task.sent", task_id, data)
+        began_id, began_at = getattr(self._publishing, "sent", (None, None))
+        self._publishing.sent = (None, None)
+        occurred_at = began_at if task_id is not None and began_id == task_id else None
+        self.agent.record("task.sent", task_id, data, occurred_at)
 
     # Worker main process.
     def on_received(self, request: Any = None, **_: Any) -> None:
