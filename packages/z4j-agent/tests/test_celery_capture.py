@@ -260,7 +260,7 @@ def test_task_sent_is_stamped_when_publishing_begins(tmp_path: Path) -> None:
     app = _make_app()("memory://", "z4j-stamp")
     seen: dict[str, str] = {}
 
-    def slow_broker(headers: Any = None, **_: Any) -> None:  # connected before the agent
+    def slow_broker(**_: Any) -> None:  # connected before the agent
         seen["broker_answered"] = utc_iso()
         time.sleep(0.05)
 

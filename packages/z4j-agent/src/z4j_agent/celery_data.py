@@ -82,6 +82,14 @@ def mask_positional(task: Any, args: Any, extra: tuple[str, ...] = ()) -> Any:
     return [REDACTED if i in positions else arg for i, arg in enumerate(args)]
 
 
+def message_task_id(body: Any, headers: Any) -> str | None:
+    """The task id of a published message: in its headers (protocol 2) or body (protocol 1)."""
+    for part in (headers, body):
+        if isinstance(part, Mapping) and part.get("id") is not None:
+            return str(part["id"])
+    return None
+
+
 def published(
     sender: Any, body: Any, headers: Mapping[str, Any] | None, exchange: Any, routing_key: Any
 ) -> tuple[str | None, dict[str, Any]]:
@@ -94,8 +102,7 @@ def published(
     elif isinstance(body, Mapping):  # protocol 1 keeps everything in the body
         info = {**body, **info}
         args, kwargs = body.get("args"), body.get("kwargs")
-    task_id = info.get("id")
-    return (None if task_id is None else str(task_id)), {
+    return message_task_id(body, headers), {
         "task_name": info.get("task") or sender,
         "queue": routing_key or None,
         "exchange": exchange or None,

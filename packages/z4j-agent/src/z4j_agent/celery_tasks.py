@@ -15,6 +15,7 @@ from z4j_agent.celery_data import (
     context_data,
     exception_info,
     mask_positional,
+    message_task_id,
     published,
     request_data,
     short_repr,
@@ -39,9 +40,7 @@ class TaskCapture:
     # follows ``started`` on one clock. Both signals fire in the publishing thread, one pair at a
     # time, so a thread-local slot holds the moment and nothing outlives a failed publish.
     def on_before_publish(self, headers: Any = None, body: Any = None, **_: Any) -> None:
-        info = headers if isinstance(headers, dict) and "id" in headers else body
-        task_id = info.get("id") if isinstance(info, dict) else None
-        self._publishing.sent = (None if task_id is None else str(task_id), datetime.now(UTC))
+        self._publishing.sent = (message_task_id(body, headers), datetime.now(UTC))
 
     def on_published(
         self,
