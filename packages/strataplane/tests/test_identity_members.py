@@ -7,7 +7,7 @@ import uuid
 import psycopg
 import pytest
 from strataplane import errors
-from strataplane.actions import bindings, members, service_accounts, teams, tokens
+from strataplane.actions import bindings, invitations, members, service_accounts, teams, tokens
 from strataplane.testing import PASSWORD, Seed
 
 
@@ -24,9 +24,13 @@ async def test_members_add_disable_remove(sp_seed: Seed, strataplane_database: s
     assert stored[0].startswith("$argon2id$")
     assert PASSWORD not in stored[0]
     with pytest.raises(errors.AlreadyMember):
-        await members.add_member(ctx, user_id=bob.id)
+        await invitations.invite_member(ctx, bob.id)
     # The same user joins another tenant; disabling here leaves that membership alone.
-    await members.add_member(sp_seed.ctx(other_admin, other.id), user_id=bob.id)
+    invited = await invitations.invite_member(sp_seed.ctx(other_admin, other.id), bob.id)
+    bob_anywhere = sp_seed.ctx(bob, tenant.id)
+    await invitations.answer_invitation(
+        bob_anywhere, sp_seed.principal(bob, tenant.id), invited.id, accept=True
+    )
     await bindings.create_role_binding(
         sp_seed.ctx(other_admin, other.id), role="viewer", user_id=bob.id
     )

@@ -15,6 +15,8 @@ ALLOWED = {
     "actions.tokens:authenticate_token": "credential lookup by hash, before the tenant is known",
     "actions.sessions:choices_of": "the tenants a user can choose at login",
     "actions.sessions:_bind": "sessions bound to the platform, or to no tenant yet",
+    "actions.invitations:received_invitations": "a user's own invitations, across tenants",
+    "actions.invitations:answer_invitation": "the tenant of a user's own invitation",
     "actions.jobs:run_tenant_deletion": "tenant deletion",
     "actions.admin:verify_chains": "administration from the command line (audit verify)",
     "agents.auth:_fetch": "agent credential lookups by hash, before the tenant is known",
@@ -22,7 +24,12 @@ ALLOWED = {
     "controllers.fleet_loop:_gain": "controller shard scheduling (controller_shard row)",
     "controllers.fleet_loop:_body": "controller shard scheduling (the tenants of a shard)",
 }
-PLATFORM_ACTION_MODULES = {"actions.tenants", "actions.users", "actions.tokens"}
+PLATFORM_ACTION_MODULES = {
+    "actions.tenants",
+    "actions.tenant_admins",
+    "actions.users",
+    "actions.tokens",
+}
 
 
 def _callers(name: str) -> dict[str, set[str]]:

@@ -72,6 +72,11 @@ def _raw_rows(admin_url: str, tenant_id: uuid.UUID, admin_id: uuid.UUID) -> None
             "response_status, response_body) VALUES (%s, 'k', %s, %s, 201, '')",
             (admin_id, tenant_id, digest),
         )
+        conn.execute(
+            "INSERT INTO tenant_invitation (id, tenant_id, user_id, expires_at) "
+            "VALUES (%s, %s, %s, now() + interval '1 day')",
+            (uuid.uuid4(), tenant_id, admin_id),
+        )
         _fleet_rows(conn, tenant_id, cs, digest)
 
 

@@ -122,6 +122,7 @@ async def test_login_choose_logout(sp_seed: Seed, strataplane_database: str) -> 
     with psycopg.connect(strataplane_database) as conn:
         ids = [r[0] for r in conn.execute("SELECT id FROM strataplane.web_session").fetchall()]
     assert ids == [sessions.session_id(chosen.cookie)]  # never the cookie itself
+    await sp_seed.member(sp_seed.ctx(admin, tenant.id), "admin")  # the tenant keeps an admin
     await members.set_member_disabled(sp_seed.ctx(admin, tenant.id), admin.id, True)
     with pytest.raises(errors.MembershipDisabled):  # open sessions end with the membership
         await teams.list_teams(sp_seed.ctx(admin, tenant.id, session_id=bound.session_id))

@@ -159,6 +159,22 @@ def create_admin(
     console.print(f"[green]platform admin[/] {username} ({user_id})")
 
 
+@app.command("restore-admin")
+def restore_admin(
+    tenant: Annotated[str, typer.Option(help="The tenant (id or slug).")],
+    username: Annotated[str, typer.Option(help="Local username to make its admin.")],
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Make a local user an admin of a tenant again (audited), for a tenant left without one."""
+    from strataplane.actions.admin import restore_tenant_admin
+
+    changed = asyncio.run(
+        restore_tenant_admin(db.resolve_admin_url(database_url), tenant, username)
+    )
+    state = "is now" if changed else "already was"
+    console.print(f"[green]{username}[/] {state} an admin of {tenant}")
+
+
 audit_app = typer.Typer(help="The audit chains.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 app.command("login")(cli_spec.login)

@@ -90,6 +90,10 @@ class TokenNotFound(NotFound):
     code, title = "token.not_found", "API token not found"
 
 
+class InvitationNotFound(NotFound):
+    code, title = "invitation.not_found", "Invitation not found"
+
+
 class OperationNotFound(NotFound):
     code, title = "operation.not_found", "Operation not found"
 
@@ -138,8 +142,16 @@ class RoleBindingExists(Conflict):
     code, title = "role_binding.exists", "An identical role binding exists"
 
 
+class LastAdmin(Conflict):
+    code, title = "tenant.last_admin", "This would leave the tenant without an admin"
+
+
 class InvalidInput(StrataplaneError):
     code, status, title = "validation_failed", 422, "Invalid input"
+
+
+class InvitationRequired(InvalidInput):
+    code, title = "member.invitation_required", "An existing user joins by accepting an invitation"
 
 
 class InvalidSlug(InvalidInput):

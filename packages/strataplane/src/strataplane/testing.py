@@ -70,6 +70,8 @@ IMPLEMENTED_TABLES = (
     "release",
     "change_set_impact",
 )
+# Tables the spec does not have, each added by a decision record (docs/decisions/).
+ADDED_TABLES = ("tenant_invitation",)  # 0022
 
 
 async def _migrate(url: str) -> object:

@@ -19,7 +19,8 @@ from platformkit.db.scope import Conn, platform_transaction, tenant_transaction
 from strataplane import authz, errors
 from strataplane.actions.context import Ctx
 from strataplane.db import SCOPE
-from strataplane.store import audit, bindings, members, platform_audit, tenants
+from strataplane.errors import LastAdmin
+from strataplane.store import audit, bindings, counters, members, platform_audit, tenants
 
 
 @dataclass
@@ -54,6 +55,20 @@ class TenantTx:
         """Every member with a role may manage their own tokens (architecture.md §5.2)."""
         if self.ctx.principal is not None and not self.roles():
             raise errors.PermissionDenied("no role binding in this tenant", permission="any role")
+
+    @asynccontextmanager
+    async def keeping_an_admin(self) -> AsyncIterator[None]:
+        """Around a write that may remove an admin: refuses it (and so rolls it back) when the
+        tenant had an enabled human admin before and has none after. The audit counter's lock,
+        taken first, makes such writes run one after the other, so two admins removing each
+        other cannot both pass."""
+        await counters.lock(self.conn, self.tenant_id, "audit")
+        before = await bindings.active_admins(self.conn, self.tenant_id)
+        yield
+        if before and not await bindings.active_admins(self.conn, self.tenant_id):
+            raise LastAdmin(
+                "a tenant keeps at least one enabled admin; make someone else admin first"
+            )
 
     async def audit(
         self,

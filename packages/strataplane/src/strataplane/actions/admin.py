@@ -13,13 +13,14 @@ from uuid import UUID
 from platformkit.db.pool import open_pool
 from platformkit.db.scope import platform_transaction, transaction
 
-from strataplane import db
-from strataplane.actions import users
+from strataplane import db, errors
+from strataplane.actions import tenant_admins, users
 from strataplane.actions.audit import ChainCheck, verify_platform_chain, verify_tenant_chain
 from strataplane.actions.context import Services, system_ctx
 from strataplane.actions.sessions import resolve_tenant
 from strataplane.settings import Settings
 from strataplane.store import tenants
+from strataplane.store import users as users_store
 
 
 @asynccontextmanager
@@ -44,6 +45,19 @@ async def create_platform_admin(
             system_ctx(services), username, display_name, password, platform_admin=True
         )
     return user.id
+
+
+async def restore_tenant_admin(admin_url: str, tenant: str, username: str) -> bool:
+    """Make the local user ``username`` an admin of the tenant (id or slug) again."""
+    async with cli_services(admin_url) as services:
+        tenant_id = await resolve_tenant(services, tenant)
+        async with transaction(services.pool) as conn:
+            found = await users_store.get_local_login(conn, username)
+        if found is None:
+            raise errors.UserNotFound(f"no local user {username!r}", field="username")
+        return await tenant_admins.restore_tenant_admin(
+            system_ctx(services), tenant_id, found[0].id
+        )
 
 
 async def verify_chains(admin_url: str, tenant: str | None, platform: bool) -> list[ChainCheck]:

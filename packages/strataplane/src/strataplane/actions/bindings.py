@@ -133,5 +133,6 @@ async def delete_role_binding(ctx: Ctx, binding_id: UUID) -> None:
         binding = await bindings.get_binding(tx.conn, tx.tenant_id, binding_id)
         if binding is None:
             raise errors.RoleBindingNotFound()
-        await bindings.delete_binding(tx.conn, tx.tenant_id, binding_id)
+        async with tx.keeping_an_admin():
+            await bindings.delete_binding(tx.conn, tx.tenant_id, binding_id)
         await tx.audit("role_binding.delete", "role_binding", binding_id, {"role": binding.role})

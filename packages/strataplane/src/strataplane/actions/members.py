@@ -1,54 +1,38 @@
-"""Tenant members: added (an existing user, or a new local user), disabled, enabled and
-removed by tenant admins. Removing a membership removes the user's bindings, tokens and team
-memberships in this tenant; service accounts are removed by deleting the service account."""
+"""Tenant members: added as new local users by tenant admins (existing users are invited and
+accept, actions/invitations.py), disabled, enabled and removed by tenant admins; removing or
+disabling the last enabled admin is refused (``TenantTx.keeping_an_admin``). Removing a
+membership removes the user's bindings, tokens and team memberships in this tenant; service
+accounts are removed by deleting the service account."""
 
 from __future__ import annotations
 
 from uuid import UUID
 
-import psycopg
-
 from strataplane import errors
 from strataplane.actions.access import tenant_tx
 from strataplane.actions.context import Ctx
 from strataplane.actions.users import insert_local_user
-from strataplane.store import members, users
+from strataplane.store import members
 from strataplane.store.members import Member
 
 
 async def add_member(
     ctx: Ctx,
     *,
-    user_id: UUID | None = None,
-    username: str | None = None,
-    password: str | None = None,
+    username: str,
+    password: str,
     display_name: str | None = None,
     email: str | None = None,
 ) -> Member:
-    """Add an existing human user by id, or create a local user and add it."""
+    """Create a local user and make it a member. An existing user joins only by accepting an
+    invitation (actions/invitations.py)."""
     async with tenant_tx(ctx) as tx:
         tx.require("tenant.admin")
-        created = False
-        if user_id is None:
-            if not username or not password:
-                raise errors.InvalidInput("give user_id, or username and password")
-            user = await insert_local_user(
-                tx.conn, ctx.services, username, display_name or username, password, email=email
-            )
-            user_id, created = user.id, True
-        else:
-            found = await users.get_user(tx.conn, user_id)
-            if found is None:
-                raise errors.UserNotFound(field="user_id")
-            if found.kind != "human":
-                raise errors.NotHuman("service accounts belong to one tenant", field="user_id")
-        try:
-            member = await members.insert_member(tx.conn, tx.tenant_id, user_id, "local")
-        except psycopg.errors.UniqueViolation:
-            raise errors.AlreadyMember() from None
-        await tx.audit(
-            "member.add", "member", user_id, {"source": "local", "created_user": created}
+        user = await insert_local_user(
+            tx.conn, ctx.services, username, display_name or username, password, email=email
         )
+        member = await members.insert_member(tx.conn, tx.tenant_id, user.id, "local")
+        await tx.audit("member.add", "member", user.id, {"source": "local", "created_user": True})
     return member
 
 
@@ -71,8 +55,9 @@ async def set_member_disabled(ctx: Ctx, user_id: UUID, disabled: bool) -> Member
     """Disabling blocks the user's logins and tokens in this tenant only, at once."""
     async with tenant_tx(ctx) as tx:
         tx.require("tenant.admin")
-        if not await members.set_disabled(tx.conn, tx.tenant_id, user_id, disabled):
-            raise errors.MemberNotFound()
+        async with tx.keeping_an_admin():
+            if not await members.set_disabled(tx.conn, tx.tenant_id, user_id, disabled):
+                raise errors.MemberNotFound()
         member = await members.get_member(tx.conn, tx.tenant_id, user_id)
         if member is None:
             raise errors.MemberNotFound()
@@ -88,5 +73,6 @@ async def remove_member(ctx: Ctx, user_id: UUID) -> None:
             raise errors.MemberNotFound()
         if member.kind != "human":
             raise errors.NotHuman("delete the service account instead", field="user_id")
-        await members.delete_member(tx.conn, tx.tenant_id, user_id)
+        async with tx.keeping_an_admin():
+            await members.delete_member(tx.conn, tx.tenant_id, user_id)
         await tx.audit("member.remove", "member", user_id)

@@ -73,7 +73,8 @@ async def delete_team(ctx: Ctx, team_id: UUID) -> None:
         team = await _team(tx, team_id)
         if await teams.team_scopes_a_binding(tx.conn, tx.tenant_id, team_id):
             raise errors.TeamInUse("remove the role bindings scoped to this team first")
-        await teams.delete_team(tx.conn, tx.tenant_id, team_id)
+        async with tx.keeping_an_admin():
+            await teams.delete_team(tx.conn, tx.tenant_id, team_id)
         await tx.audit("team.delete", "team", team_id, {"slug": team.slug})
 
 
@@ -98,8 +99,9 @@ async def remove_team_member(ctx: Ctx, team_id: UUID, user_id: UUID) -> None:
     async with tenant_tx(ctx) as tx:
         tx.require("tenant.admin")
         await _team(tx, team_id)
-        if not await teams.remove_team_member(tx.conn, tx.tenant_id, team_id, user_id):
-            raise errors.TeamMemberNotFound()
+        async with tx.keeping_an_admin():
+            if not await teams.remove_team_member(tx.conn, tx.tenant_id, team_id, user_id):
+                raise errors.TeamMemberNotFound()
         await tx.audit("team_member.remove", "team", team_id, {"user_id": str(user_id)})
 
 

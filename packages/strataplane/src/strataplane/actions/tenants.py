@@ -16,10 +16,11 @@ from platformkit.ids import uuid7
 from platformkit.jobs import spawn
 
 from strataplane import errors
-from strataplane.actions.access import PlatformTx, platform_tx
+from strataplane.actions.access import platform_tx
 from strataplane.actions.context import Ctx
+from strataplane.actions.tenant_admins import grant_admin
 from strataplane.db import QUEUE
-from strataplane.store import bindings, counters, members, operations, spec, tenants, users
+from strataplane.store import counters, operations, spec, tenants
 from strataplane.store.operations import Operation
 from strataplane.store.tenants import Tenant
 
@@ -33,35 +34,6 @@ def check_slug(slug: str) -> None:
             "1 to 32 characters: a-z, 0-9 and '-', starting and ending with a letter or digit",
             field="slug",
         )
-
-
-async def _first_admin(tx: PlatformTx, tenant_id: UUID, user_id: UUID) -> None:
-    user = await users.get_user(tx.conn, user_id)
-    if user is None:
-        raise errors.UserNotFound(field="admin_user_id")
-    if user.kind != "human":
-        raise errors.NotHuman(field="admin_user_id")
-    await members.insert_member(tx.conn, tenant_id, user_id, "local")
-    await tx.audit_tenant(tenant_id, "member.add", "member", user_id, {"source": "local"})
-    binding = await bindings.insert_binding(
-        tx.conn,
-        tenant_id,
-        uuid7(),
-        user_id=user_id,
-        team_id=None,
-        role="admin",
-        scope_kind="tenant",
-        scope_team_id=None,
-        scope_selector=None,
-        created_by=tx.ctx.user_id,
-    )
-    await tx.audit_tenant(
-        tenant_id,
-        "role_binding.create",
-        "role_binding",
-        binding.id,
-        {"user_id": str(user_id), "role": "admin", "scope_kind": "tenant"},
-    )
 
 
 async def create_tenant(
@@ -86,7 +58,7 @@ async def create_tenant(
         await spec.insert_initial_revision(tx.conn, tenant.id)
         await tx.audit_tenant(tenant.id, "tenant.create", "tenant", tenant.id, {"slug": slug})
         if admin_user_id is not None:
-            await _first_admin(tx, tenant.id, admin_user_id)
+            await grant_admin(tx, tenant.id, admin_user_id, field="admin_user_id")
         await tx.audit(
             "tenant.create",
             "tenant",

@@ -111,3 +111,18 @@ async def delete_binding(conn: Conn, tenant_id: UUID, binding_id: UUID) -> bool:
         "DELETE FROM role_binding WHERE tenant_id = %s AND id = %s", (tenant_id, binding_id)
     )
     return cur.rowcount == 1
+
+
+async def active_admins(conn: Conn, tenant_id: UUID) -> int:
+    """Human users holding admin in the tenant (directly or through a team) whose membership
+    and account are enabled."""
+    cur = await conn.execute(
+        "SELECT count(DISTINCT m.user_id) AS n FROM role_binding b "
+        "LEFT JOIN team_member tm ON tm.tenant_id = b.tenant_id AND tm.team_id = b.team_id "
+        "JOIN tenant_member m ON m.tenant_id = b.tenant_id "
+        "AND m.user_id = coalesce(b.user_id, tm.user_id) JOIN app_user u ON u.id = m.user_id "
+        "WHERE b.tenant_id = %s AND b.role = 'admin' AND m.disabled_at IS NULL "
+        "AND u.disabled_at IS NULL AND u.kind = 'human'",
+        (tenant_id,),
+    )
+    return int((await one(cur))["n"])

@@ -39,3 +39,12 @@ async def current(conn: Conn, tenant_id: UUID, name: str) -> int:
     )
     row = await cur.fetchone()
     return int(row["value"]) if row is not None else 0
+
+
+async def lock(conn: Conn, tenant_id: UUID, name: str) -> None:
+    """Hold the counter's row lock until commit without taking a number: writers that take
+    it run one after the other, and each then reads what the previous one committed."""
+    await conn.execute(
+        "SELECT 1 FROM tenant_counter WHERE tenant_id = %s AND name = %s FOR UPDATE",
+        (tenant_id, name),
+    )

@@ -7,6 +7,7 @@ from strataplane.api.v1 import (
     auth,
     bindings,
     change_sets,
+    invitations,
     members,
     platform,
     service_accounts,
@@ -16,7 +17,18 @@ from strataplane.api.v1 import (
 )
 
 router = APIRouter(prefix="/api/v1")
-for module in (auth, platform, members, teams, service_accounts, bindings, tokens, audit, spec):
+for module in (
+    auth,
+    platform,
+    members,
+    invitations,
+    teams,
+    service_accounts,
+    bindings,
+    tokens,
+    audit,
+    spec,
+):
     router.include_router(module.router)
 router.include_router(change_sets.router)
 router.include_router(change_sets.operations_router)

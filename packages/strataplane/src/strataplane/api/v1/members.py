@@ -6,7 +6,9 @@ from datetime import datetime
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Response
+from pydantic import Field
 
+from strataplane import errors
 from strataplane.actions import members
 from strataplane.api.deps import TenantCtx, idempotency_key
 from strataplane.api.v1.common import Model, Page, PageLimit, page
@@ -15,9 +17,11 @@ router = APIRouter(prefix="/members", tags=["members"])
 
 
 class MemberIn(Model):
-    """An existing user (``user_id``), or a new local user (``username`` and ``password``)."""
+    """A new local user (``username`` and ``password``). An existing user is invited instead
+    (``POST /api/v1/invitations``) and joins by accepting: a ``user_id`` here is refused with
+    ``member.invitation_required``."""
 
-    user_id: UUID | None = None
+    user_id: UUID | None = Field(None, description="Refused: invite an existing user.")
     username: str | None = None
     password: str | None = None
     display_name: str | None = None
@@ -42,9 +46,15 @@ class MemberPatch(Model):
 
 @router.post("", status_code=201, dependencies=[Depends(idempotency_key)])
 async def add_member(ctx: TenantCtx, body: MemberIn, response: Response) -> MemberOut:
+    if body.user_id is not None:
+        raise errors.InvitationRequired(
+            "invite the user (POST /api/v1/invitations); they join by accepting",
+            field="user_id",
+        )
+    if not body.username or not body.password:
+        raise errors.InvalidInput("give username and password", field="username")
     member = await members.add_member(
         ctx,
-        user_id=body.user_id,
         username=body.username,
         password=body.password,
         display_name=body.display_name,

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Response
 from platformkit.http import no_idempotency_key
 from pydantic import Field
 
-from strataplane.actions import tenants, tokens, users
+from strataplane.actions import tenant_admins, tenants, tokens, users
 from strataplane.api.deps import PlatformCtx, platform_idempotency_key
 from strataplane.api.v1.common import Model, OperationOut, Page, PageLimit, page
 from strataplane.api.v1.tokens import CreatedTokenOut, TokenIn, TokenOut
@@ -99,6 +99,25 @@ async def delete_tenant(ctx: PlatformCtx, tenant_id: UUID, response: Response) -
     op = await tenants.delete_tenant(ctx, tenant_id)
     response.headers["Location"] = f"/api/v1/platform/operations/{op.id}"
     return OperationOut.model_validate(op)
+
+
+class AdminRestoreIn(Model):
+    user_id: UUID = Field(description="A human user; made an enabled member holding admin.")
+
+
+class AdminRestoreOut(Model):
+    tenant_id: UUID
+    user_id: UUID
+    changed: bool = Field(description="False when the user already was an enabled admin.")
+
+
+@router.post("/tenants/{tenant_id}/admins")
+async def restore_tenant_admin(
+    ctx: PlatformCtx, tenant_id: UUID, body: AdminRestoreIn
+) -> AdminRestoreOut:
+    """Make a user an admin of the tenant again (audited in both chains)."""
+    changed = await tenant_admins.restore_tenant_admin(ctx, tenant_id, body.user_id)
+    return AdminRestoreOut(tenant_id=tenant_id, user_id=body.user_id, changed=changed)
 
 
 @router.get("/operations/{operation_id}")
