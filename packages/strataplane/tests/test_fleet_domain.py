@@ -212,7 +212,7 @@ def test_heartbeat_proves_applied_and_ignores_unknown_hashes() -> None:
             }
         ],
     }
-    hb = parse_heartbeat(row.id, body, (b"d" * 32).hex())
+    hb = parse_heartbeat(row.id, "x", body, (b"d" * 32).hex())
     update, events = fold(row, hb, set())
     assert update.applied_artifact == b"d" * 32
     assert update.applied_revision_id == 7
@@ -221,16 +221,16 @@ def test_heartbeat_proves_applied_and_ignores_unknown_hashes() -> None:
     assert {e[1] for e in events} == {"health", "sync", "applied", "version"}
     assert hb.logs[0][4] == "portal"
     assert hb.logs[0][2] == "ERROR"
-    stranger = parse_heartbeat(row.id, body, (b"z" * 32).hex())
+    stranger = parse_heartbeat(row.id, "x", body, (b"z" * 32).hex())
     update, _ = fold(row, stranger, set())
     assert update.applied_artifact is None
     assert update.sync == "updating"
-    other = parse_heartbeat(row.id, body, (b"o" * 32).hex())
+    other = parse_heartbeat(row.id, "x", body, (b"o" * 32).hex())
     update, _ = fold(row, other, {b"o" * 32})  # an artifact of the tenant, not the desired one
     assert update.applied_artifact == b"o" * 32
     assert update.applied_revision_id is None
     with pytest.raises(ValueError, match="schema"):
-        parse_heartbeat(row.id, {"id": "x", "version": "v", "schema": 2}, None)
+        parse_heartbeat(row.id, "x", {"id": "x", "version": "v", "schema": 2}, None)
 
 
 def test_forwarded_for_is_trusted_only_from_configured_proxies() -> None:

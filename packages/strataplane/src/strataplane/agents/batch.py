@@ -3,7 +3,11 @@ served, heartbeats carry reports. All are queued in memory and written every ``i
 seconds, one transaction per tenant, a few statements per batch however many agents
 reported. A batch that meets a deadlock twice, a lost connection or a busy pool goes back to
 the queues and is written with the next one; a crash
-loses at most one interval of reports, which the next heartbeat repeats."""
+loses at most one interval of reports, which the next heartbeat repeats.
+
+Items are checked before they are queued (agents/heartbeat.py), so a statement should never
+fail on what an agent sent; if one does, the tenant's batch is written again one agent at a
+time, so that the one bad item is dropped (and logged) and every other agent's report lands."""
 
 from __future__ import annotations
 
@@ -34,6 +38,18 @@ class _Batch:
     seen: list[tuple[UUID, datetime, str | None]] = field(default_factory=list)
     beats: list[Heartbeat] = field(default_factory=list)
     served: list[tuple[UUID, bytes, datetime]] = field(default_factory=list)
+
+
+def _per_agent(batch: _Batch) -> dict[UUID, _Batch]:
+    """``batch`` split into one batch per agent."""
+    split: dict[UUID, _Batch] = {}
+    for seen in batch.seen:
+        split.setdefault(seen[0], _Batch()).seen.append(seen)
+    for hb in batch.beats:
+        split.setdefault(hb.agent_id, _Batch()).beats.append(hb)
+    for served in batch.served:
+        split.setdefault(served[0], _Batch()).served.append(served)
+    return split
 
 
 class Batcher:
@@ -89,21 +105,30 @@ class Batcher:
         for agent_id, (tenant_id, artifact, ts) in served.items():
             batches.setdefault(tenant_id, _Batch()).served.append((agent_id, artifact, ts))
         for tenant_id, batch in batches.items():
-            for attempt in range(2):  # a deadlock victim is retried at once
-                try:
-                    await self._commit(tenant_id, batch)
-                    break
-                except psycopg.errors.DeadlockDetected:
-                    if attempt:
-                        log.exception("fleet batch write for tenant %s failed", tenant_id)
-                        self._requeue(tenant_id, batch)
-                except psycopg.OperationalError:  # the database is away or busy: next flush
+            if not await self._write_batch(tenant_id, batch):
+                for agent_id, item in _per_agent(batch).items():  # isolate the failing item
+                    if not await self._write_batch(tenant_id, item):
+                        log.error("fleet report of agent %s/%s dropped", tenant_id, agent_id)
+
+    async def _write_batch(self, tenant_id: UUID, batch: _Batch) -> bool:
+        """Write ``batch``; False when a statement failed on its content (requeued batches
+        count as handled)."""
+        for attempt in range(2):  # a deadlock victim is retried at once
+            try:
+                await self._commit(tenant_id, batch)
+                return True
+            except psycopg.errors.DeadlockDetected:
+                if attempt:
                     log.exception("fleet batch write for tenant %s failed", tenant_id)
                     self._requeue(tenant_id, batch)
-                    break
-                except Exception:  # a bug: retrying would fail the same way
-                    log.exception("fleet batch write for tenant %s dropped", tenant_id)
-                    break
+            except psycopg.OperationalError:  # the database is away or busy: next flush
+                log.exception("fleet batch write for tenant %s failed", tenant_id)
+                self._requeue(tenant_id, batch)
+                return True
+            except Exception:  # the content: retrying the same batch would fail the same way
+                log.exception("fleet batch write for tenant %s failed", tenant_id)
+                return False
+        return True
 
     async def _commit(self, tenant_id: UUID, batch: _Batch) -> None:
         async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from strataplane.domain.fleet_status import Report, health_of, telegraf_version
+from strataplane.domain.hostnames import is_host_name
 from strataplane.store.fleet_reports import ReportRow, ReportUpdate
 
 _LEVELS = frozenset({"ERROR", "WARN", "INFO", "DEBUG", "TRACE"})
@@ -25,7 +26,11 @@ type LogRow = tuple[UUID, datetime, str, str, str | None, str, dict[str, Any] | 
 
 
 class BadHeartbeat(ValueError):
-    """A body that is not a schema v1 heartbeat."""
+    """A body that is not a schema v1 heartbeat of this agent; ``field`` names the culprit."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass
@@ -66,16 +71,34 @@ def _log(agent_id: UUID, entry: object, now: datetime) -> LogRow | None:
     )
 
 
-def parse_heartbeat(agent_id: UUID, body: object, config_hash: str | None) -> Heartbeat:
+def _check(body: object, external_id: str) -> dict[str, Any]:
+    """The vocabulary an agent reports is checked, never repaired: a heartbeat of another
+    agent, an unknown status or a host name outside RFC 1123 is refused naming the field."""
     if not isinstance(body, dict) or not isinstance(body.get("id"), str):
-        raise BadHeartbeat("a heartbeat is an object with id and version")
-    if not isinstance(body.get("version"), str) or body.get("schema", 1) != 1:
-        raise BadHeartbeat("schema v1 heartbeats only, with a version")
+        raise BadHeartbeat("a heartbeat is an object with id and version", "id")
+    if not isinstance(body.get("version"), str):
+        raise BadHeartbeat("schema v1 heartbeats only, with a version", "version")
+    if body.get("schema", 1) != 1:
+        raise BadHeartbeat("schema v1 heartbeats only, with a version", "schema")
+    if body["id"] != external_id:
+        raise BadHeartbeat("id is not the instance_id this credential was enrolled with", "id")
+    status = body.get("status")
+    if status is not None and not (isinstance(status, str) and status in _STATUSES):
+        raise BadHeartbeat(f"status is one of {', '.join(sorted(_STATUSES))}", "status")
+    hostname = body.get("hostname")
+    if hostname is not None and not (isinstance(hostname, str) and is_host_name(hostname)):
+        raise BadHeartbeat("hostname is not an RFC 1123 host name", "hostname")
+    return body
+
+
+def parse_heartbeat(
+    agent_id: UUID, external_id: str, parsed: object, config_hash: str | None
+) -> Heartbeat:
+    body = _check(parsed, external_id)
     now = datetime.now(UTC)
     stats = body.get("statistics") if isinstance(body.get("statistics"), dict) else {}
     assert isinstance(stats, dict)
     status = body.get("status")
-    status = status if isinstance(status, str) and status in _STATUSES else None
     version, raw = telegraf_version(body["version"])
     try:
         reported = bytes.fromhex(config_hash) if config_hash else None

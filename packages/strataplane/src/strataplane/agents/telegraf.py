@@ -95,12 +95,17 @@ async def config(rt: FleetRuntime, req: AgentRequest) -> Reply:
 
 
 async def heartbeat(rt: FleetRuntime, req: AgentRequest) -> Reply:
-    who, _state = await _agent(rt, req)
+    who, state = await _agent(rt, req)
     raw = await req.body(MAX_HEARTBEAT)
     try:
-        hb = parse_heartbeat(who.agent_id, json.loads(raw), req.header(_HASH_HEADER))
-    except (ValueError, BadHeartbeat) as exc:
-        raise fe.BadReport(str(exc)) from None
+        parsed = json.loads(raw)
+    except ValueError as exc:
+        raise fe.BadReport(f"not JSON: {exc}") from None
+    try:
+        hb = parse_heartbeat(who.agent_id, state.external_id, parsed, req.header(_HASH_HEADER))
+    except BadHeartbeat as exc:
+        error = {"field": exc.field, "msg": str(exc), "type": "heartbeat"}
+        raise fe.BadReport(str(exc), field=exc.field, errors=[error]) from None
     rt.batcher.heartbeat(who.tenant_id, hb, _source(rt, req))
     return Reply(200, [])
 

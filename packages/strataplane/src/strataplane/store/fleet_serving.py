@@ -18,6 +18,7 @@ class ServingState:
     agent_id: UUID
     host_id: UUID
     kind: str
+    external_id: str
     tenant_state: str
     version: str | None
     approved: bool
@@ -30,7 +31,7 @@ class ServingState:
 
 
 _STATE = (
-    "SELECT a.tenant_id, a.id AS agent_id, a.host_id, a.kind::text AS kind, "
+    "SELECT a.tenant_id, a.id AS agent_id, a.host_id, a.kind::text AS kind, a.external_id, "
     "t.state::text AS tenant_state, a.version, a.approved_at IS NOT NULL AS approved, "
     "a.quarantined_at IS NOT NULL AS quarantined, a.flags, a.desired_revision_id, "
     "a.desired_artifact, a.desired_since, a.served_artifact FROM agent_instance a "

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Header, Request
 from platformkit.http import no_idempotency_key
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from strataplane import errors
 from strataplane.actions import fleet_enrollment as enrollment
@@ -21,6 +21,7 @@ from strataplane.agents.settings import FleetSettings
 from strataplane.agents.telegraf import CONFIG_PATH
 from strataplane.api.deps import TenantCtx, request_meta, services_of
 from strataplane.api.v1.common import Model
+from strataplane.domain.hostnames import is_host_name
 
 router = APIRouter(tags=["fleet"])
 _NO_KEY = [Depends(no_idempotency_key)]
@@ -90,7 +91,16 @@ async def revoke_enrollment_token(ctx: TenantCtx, token_id: UUID) -> EnrollmentT
 
 class EnrollIn(Model):
     instance_id: str = Field(min_length=1, max_length=200, description="Telegraf instance_id.")
-    hostname: str = Field(min_length=1, max_length=253, description="FQDN or stable name.")
+    hostname: str = Field(
+        min_length=1, max_length=254, description="FQDN or stable name (RFC 1123)."
+    )
+
+    @field_validator("hostname")
+    @classmethod
+    def _host_name(cls, value: str) -> str:
+        if not is_host_name(value):
+            raise ValueError("not an RFC 1123 host name")
+        return value
 
 
 class EnrolledOut(Model):
