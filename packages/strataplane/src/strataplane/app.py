@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from platformkit.db.pool import open_pool
@@ -22,6 +23,7 @@ from platformkit.http import (
     rls_scope,
 )
 from platformkit.http.metrics import http_metrics
+from platformkit.http.openapi import operational_paths
 from platformkit.jobs import JobRunner
 from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
 from starlette.types import Receive, Scope, Send
@@ -31,6 +33,7 @@ from strataplane.actions import jobs
 from strataplane.actions.context import Services
 from strataplane.agents import telegraf
 from strataplane.agents.front import AgentFront
+from strataplane.agents.openapi import agent_paths
 from strataplane.agents.runtime import start_fleet
 from strataplane.api import v1
 from strataplane.api.v1 import fleet as fleet_api
@@ -48,6 +51,16 @@ class StrataplaneApp(FastAPI):
     answered ahead of FastAPI's per-request work and every middleware (agents/front.py)."""
 
     front: AgentFront
+
+    def openapi(self) -> dict[str, Any]:
+        """FastAPI's document with the routes FastAPI does not route: the agents' endpoints
+        and the kernel's operational ones."""
+        if self.openapi_schema is not None:
+            return self.openapi_schema
+        document = super().openapi()  # kept by FastAPI as openapi_schema: updated in place
+        document["paths"].update(agent_paths(document.setdefault("components", {})))
+        document["paths"].update(operational_paths())
+        return document
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.front.route(scope)

@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from platformkit.http.problems import PROBLEM_MEDIA_TYPE
 
-__all__ = ["Problem", "problem_responses"]
+__all__ = ["OPERATIONAL_PATHS", "Problem", "operational_paths", "problem_responses"]
+
+OPERATIONAL_PATHS = ("/healthz", "/readyz", "/metrics")
 
 
 class Problem(BaseModel):
@@ -35,3 +37,30 @@ def problem_responses(*statuses: int | str, description: str = "Problem") -> dic
     schema = Problem.model_json_schema()
     entry = {"description": description, "content": {PROBLEM_MEDIA_TYPE: {"schema": schema}}}
     return dict.fromkeys(statuses, entry)
+
+
+def operational_paths() -> dict[str, Any]:
+    """OpenAPI path items of the routes :func:`platformkit.http.install` adds (``/healthz``,
+    ``/readyz``, ``/metrics``), for a system that documents every route it serves."""
+    status = {"type": "object", "properties": {"status": {"type": "string"}}}
+    ready = {
+        "type": "object",
+        "properties": {
+            "status": {"type": "string"},
+            "checks": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+
+    def get(summary: str, ok: dict[str, Any], *problems: int) -> dict[str, Any]:
+        responses = {"200": ok, **{str(k): v for k, v in problem_responses(*problems).items()}}
+        return {"get": {"tags": ["operations"], "summary": summary, "responses": responses}}
+
+    def json_ok(schema: dict[str, Any]) -> dict[str, Any]:
+        return {"description": "OK", "content": {"application/json": {"schema": schema}}}
+
+    text = {"description": "Prometheus text format", "content": {"text/plain": {}}}
+    return {
+        "/healthz": get("The process is alive", json_ok(status)),
+        "/readyz": get("The process can serve (its checks pass)", json_ok(ready), 503),
+        "/metrics": get("Metrics", text),
+    }

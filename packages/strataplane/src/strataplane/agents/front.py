@@ -94,6 +94,10 @@ class AgentFront:
         self._endpoints = dict(endpoints)
         self._metrics = metrics
 
+    @property
+    def endpoints(self) -> Mapping[str, Endpoint]:
+        return self._endpoints
+
     def route(self, scope: Scope) -> Endpoint | None:
         """The endpoint of an agent request, None for any other request."""
         return self._endpoints.get(scope["path"]) if scope["type"] == "http" else None
