@@ -10,7 +10,9 @@
 
 GatewayError carries the stable AB- ``code``, its ``name``, the HTTP ``status`` and the
 problem's ``detail``; ``retryable`` says whether the outbox should try again (5xx and 429), and
-``caller_refused`` whether the gateway refused the caller rather than judging the envelope.
+``caller_refused`` whether the gateway refused the caller rather than judging the envelope, and
+``token_refused`` whether that refusal was of the integration token itself (unknown, revoked,
+expired): nothing this agent sends can succeed until someone installs a new token.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ __all__ = [
     "SignatureInvalid",
     "StoreError",
 ]
+
+
+TOKEN_REFUSALS = frozenset({"AB-1002", "AB-1003", "AB-1004"})
 
 
 class SidecarError(Exception):
@@ -84,6 +89,12 @@ class GatewayError(SidecarError):
         """The gateway refused who called (AB-10xx: token, credential, key proof, clock, role)
         before judging any envelope: the envelopes themselves may still be accepted later."""
         return (self.code or "").startswith("AB-10")
+
+    @property
+    def token_refused(self) -> bool:
+        """The integration token (or the one behind the agent credential) is unknown, revoked
+        or expired (AB-1002, AB-1003, AB-1004): retrying cannot help, `agentbus login` can."""
+        return self.code in TOKEN_REFUSALS
 
     @property
     def clock_skew(self) -> bool:

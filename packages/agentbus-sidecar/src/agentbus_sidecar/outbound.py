@@ -66,6 +66,9 @@ class FlushReport:
     deferred: dict[str, str] = field(default_factory=dict)
     settled: int = 0
     unreachable: str | None = None
+    token_refused: GatewayError | None = None
+    """The gateway refused this agent's integration token (``GatewayError.token_refused``);
+    the sends it refused stay queued for a loop that may outlive a new token."""
 
 
 def _verb(row_id: str) -> str:
@@ -258,6 +261,8 @@ def refused(
     about the envelope (lane held, 429 and 5xx, a refused caller) or the gateway will take it
     later (an id minted ahead of its clock), parked for good otherwise."""
     wait_for_id = id_ahead_wait(msg_id, server_now()) if exc.code == ID_AHEAD else None
+    if exc.token_refused:
+        report.token_refused = exc
     if exc.code == LANE_HELD:  # not tried: goes again, after its lane's head
         report.deferred[msg_id] = str(exc)
     elif exc.retryable or exc.caller_refused or wait_for_id is not None:

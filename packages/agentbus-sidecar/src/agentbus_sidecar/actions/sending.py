@@ -65,13 +65,19 @@ def signed(rt: Runtime, **attributes: Any) -> dict[str, Any]:
 
 
 async def queue_and_try(rt: Runtime, envelope: dict[str, Any]) -> SendOutcome:
+    """Queue ``envelope`` and flush. Raises the gateway's refusal when it refused this agent's
+    integration token (revoked, unknown, expired): the envelope is taken out of the outbox
+    again, since no retry can send it; only an unreachable gateway leaves it queued."""
     outbox.enqueue_send(rt.conn, envelope, utcnow())
+    msg_id = envelope["id"]
     try:
         report = await flush(rt)
     except ConfigError as exc:
         # No usable credential: the message is safe in the outbox all the same.
         return SendOutcome(envelope, "queued", str(exc))
-    msg_id = envelope["id"]
+    if report.token_refused is not None and msg_id in report.deferred:
+        outbox.delete(rt.conn, msg_id)
+        raise report.token_refused
     if msg_id in report.sent:
         repeat_of = report.repeats.get(msg_id)
         row = receipts.find(rt.conn, repeat_of or msg_id)

@@ -5,7 +5,8 @@ Exit codes are stable, so scripts can branch on them:
     0  done (a send that was queued for later also counts as done)
     1  a check or operation failed (doctor found a failure, a send was refused for good)
     2  bad input (usage, malformed address, envelope the gateway would refuse)
-    3  gateway unreachable
+    3  the gateway cannot be used as this agent: unreachable (a send stays queued), or it
+       refused the integration token, unknown, revoked or expired (nothing stays queued)
     4  the gateway refused the request (an AB- code is printed)
     5  configuration: credentials missing, insecure or incomplete; store unusable
     6  a wait ran out of time (``task wait``, ``wait-reply``)
@@ -122,6 +123,8 @@ def guarded(as_json: bool) -> Iterator[None]:
         fail(str(exc), EXIT_UNREACHABLE, as_json)
     except GatewayError as exc:
         extra = {"code": exc.code, "name": exc.name, "status": exc.status, "detail": exc.detail}
+        if exc.token_refused:
+            fail(f"{exc.code}: {exc.detail}", EXIT_UNREACHABLE, as_json, extra=extra)
         fail(f"the gateway refused: {exc}", EXIT_REJECTED, as_json, extra=extra)
     except (ConfigError, StoreError) as exc:
         fail(str(exc), EXIT_CONFIG, as_json)

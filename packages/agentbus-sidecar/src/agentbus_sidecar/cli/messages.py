@@ -122,7 +122,11 @@ def inbox_command(
                     report = await sync_once(rt, wait_s=wait, receive=not loop_runs)
                     note = report.flush.unreachable
                     restored.extend(report.restored)
-                except (GatewayUnreachable, GatewayError, ConfigError) as exc:
+                except GatewayError as exc:
+                    if exc.token_refused:
+                        raise  # not offline: no retry reaches this inbox with this token
+                    note = str(exc)
+                except (GatewayUnreachable, ConfigError) as exc:
                     note = str(exc)
             elif resync_first:
                 restored.extend(await resync_if_pending(rt))
