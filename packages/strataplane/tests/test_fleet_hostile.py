@@ -1,6 +1,7 @@
 """Hostile heartbeats and enrollments: what an agent reports is checked before it is queued
-(the vocabulary refused with a 422 naming the field), and the fleet flush isolates its items,
-so one bad report never loses another agent's."""
+(the vocabulary refused with a 422 naming the field, free text kept with what PostgreSQL
+cannot store replaced and marked, bodies bounded in size and depth), and the fleet flush
+isolates its items, so one bad report never loses another agent's."""
 
 from __future__ import annotations
 
@@ -13,14 +14,33 @@ from uuid import UUID
 import pytest
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
+from platformkit.db.scope import tenant_transaction
 from platformkit.passwords import FAST_TEST_POLICY
 from pydantic import SecretStr
 from strataplane.actions import tokens
 from strataplane.agents.heartbeat import parse_heartbeat
+from strataplane.agents.telegraf import MAX_HEARTBEAT
 from strataplane.app import create_app
+from strataplane.db import SCOPE
 from strataplane.settings import Settings
 from strataplane.simulate.seed import publish
 from strataplane.testing import Seed, client_for
+
+NUL, LONE_SURROGATE, HUGE_INT = "\x00", "\ud800", 2**70
+
+
+def deep_json(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def big_body(size: int) -> bytes:
+    return b"{" + b" " * (size - 2) + b"}"
+
+
+async def chunked(data: bytes, size: int) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
 
 UA = {"User-Agent": "Telegraf/1.39.1 Go/1.24.4"}
 HEARTBEAT = "/agents/telegraf/heartbeat"
@@ -132,3 +152,94 @@ async def test_a_failing_item_is_written_alone(fleet: Fleet) -> None:
     await batcher.flush()
     assert await fleet.health(good) == "degraded"
     assert await fleet.health(bad) == "pending"
+
+
+async def _facts(fleet: Fleet, agent: Agent) -> dict[str, Any]:
+    pool = fleet.app.state.services.pool
+    async with tenant_transaction(pool, SCOPE, fleet.tenant_id) as conn:
+        row = await (
+            await conn.execute("SELECT facts FROM agent_instance WHERE id = %s", (agent.id,))
+        ).fetchone()
+        logs = await (
+            await conn.execute(
+                "SELECT message FROM agent_log_entry WHERE agent_instance_id = %s", (agent.id,)
+            )
+        ).fetchall()
+    assert row is not None
+    return {**row["facts"], "logs": [r["message"] for r in logs]}
+
+
+def _log(message: str, **attributes: Any) -> dict[str, Any]:
+    return {"time": "2026-01-01T00:00:00Z", "level": "WARN", "source": "inputs.cpu",
+            "message": message, "attributes": attributes}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text", [NUL, LONE_SURROGATE, f"a{NUL}b{LONE_SURROGATE}c"], ids=["nul", "surrogate", "both"]
+)
+async def test_unstorable_text_is_kept_replaced_and_marked(fleet: Fleet, text: str) -> None:
+    """The report lands with U+FFFD in place of what PostgreSQL cannot store; the other
+    agent's report of the same flush lands too."""
+    hostile, other = fleet.agents
+    body = hostile.beat(
+        version=f"Telegraf 1.39.1{text}",
+        configurations=[f"/etc/{text}"],
+        logs=[_log(f"boom {text}", **{f"k{text}": text, "n": HUGE_INT})],
+    )
+    accepted = await _post(fleet, hostile, body)
+    assert accepted.status_code == 200, accepted.text
+    assert (await _post(fleet, other, other.beat(status="FAIL"))).status_code == 200
+    await fleet.app.state.fleet.batcher.flush()
+    facts = await _facts(fleet, hostile)
+    assert facts["repaired"] == ["text"]
+    assert all("\x00" not in m and "\ufffd" in m for m in facts["logs"])
+    assert "\ufffd" in facts["configurations"][0]
+    assert await fleet.health(hostile) == "healthy"
+    assert await fleet.health(other) == "failed"
+
+
+async def test_counts_past_bigint_are_clamped_and_marked(fleet: Fleet) -> None:
+    agent = fleet.agents[0]
+    stats = {"errors": HUGE_INT, "warnings": -HUGE_INT, "metrics": 1}
+    assert (await _post(fleet, agent, agent.beat(statistics=stats))).status_code == 200
+    await fleet.app.state.fleet.batcher.flush()
+    facts = await _facts(fleet, agent)
+    assert facts["statistics"] == {"errors": 2**63 - 1, "warnings": 0, "metrics": 1}
+    assert facts["repaired"] == ["statistics"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        (None, 422, "body"),  # nested 100,000 deep
+        (b'{"id": "web-1", "version": ', 422, "body"),
+        (b'{"id": "web-1", "version": "\xff"}', 422, "body"),
+        ({"id": f"web-1{NUL}", "version": "Telegraf 1.39.1"}, 422, "id"),
+        ({"id": "web-1", "version": "Telegraf 1.39.1", "schema": HUGE_INT}, 422, "schema"),
+        ({"id": "web-1", "version": "x", "hostname": f"web{NUL}"}, 422, "hostname"),
+        ({"id": "web-1", "version": "x", "status": f"OK{NUL}"}, 422, "status"),
+    ],
+    ids=["deep", "truncated", "not-utf8", "nul-id", "huge-schema", "nul-host", "nul-status"],
+)
+async def test_hostile_bodies_are_refused_with_a_reason(
+    fleet: Fleet, body: bytes | dict[str, Any] | None, status: int, field: str
+) -> None:
+    agent = fleet.agents[0]
+    refused = await _post(fleet, agent, deep_json(100_000) if body is None else body)
+    assert refused.status_code == status, refused.text
+    assert refused.json()["field"] == field
+    assert (await _post(fleet, agent, agent.beat())).status_code == 200  # the next one lands
+    await fleet.app.state.fleet.batcher.flush()
+    assert await fleet.health(agent) == "healthy"
+
+
+async def test_an_oversize_body_is_refused_while_it_streams_in(fleet: Fleet) -> None:
+    agent = fleet.agents[0]
+    async with client_for(fleet.app) as http:
+        refused = await http.post(
+            HEARTBEAT,
+            content=chunked(big_body(MAX_HEARTBEAT + 1), 64 * 1024),
+            headers=agent.headers,
+        )
+    assert refused.status_code == 413
+    assert refused.json()["code"] == "content_too_large"

@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 from uuid import UUID
 
+from platformkit.storable import BIGINT_MAX, scrub
+
 from strataplane.domain.fleet_status import Report, health_of, telegraf_version
 from strataplane.domain.hostnames import is_host_name
 from strataplane.store.fleet_reports import ReportRow, ReportUpdate
@@ -46,7 +48,15 @@ class Heartbeat:
 
 
 def _int(value: object) -> int:
+    """A count as reported; 0 for anything that is not one. Clamped to bigint by ``_counts``."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _counts(stats: dict[str, Any]) -> tuple[dict[str, int], bool]:
+    """The statistics within 0..bigint, and whether any had to be clamped."""
+    raw = {k: _int(stats.get(k)) for k in ("errors", "warnings", "metrics")}
+    counts = {k: min(max(v, 0), BIGINT_MAX) for k, v in raw.items()}
+    return counts, counts != raw
 
 
 def _log(agent_id: UUID, entry: object, now: datetime) -> LogRow | None:
@@ -94,19 +104,23 @@ def _check(body: object, external_id: str) -> dict[str, Any]:
 def parse_heartbeat(
     agent_id: UUID, external_id: str, parsed: object, config_hash: str | None
 ) -> Heartbeat:
-    body = _check(parsed, external_id)
+    # Free text (version, configurations, logs) is kept with what PostgreSQL cannot store
+    # replaced by U+FFFD, and the report marked: refusing it would make Telegraf resend the
+    # same lines, and its statistics pile up, forever.
+    body, scrubbed = scrub(_check(parsed, external_id))
     now = datetime.now(UTC)
     stats = body.get("statistics") if isinstance(body.get("statistics"), dict) else {}
     assert isinstance(stats, dict)
+    counts, clamped = _counts(stats)
     status = body.get("status")
     version, raw = telegraf_version(body["version"])
     try:
         reported = bytes.fromhex(config_hash) if config_hash else None
     except ValueError:
         reported = None
-    facts: dict[str, Any] = {
-        "statistics": {k: _int(stats.get(k)) for k in ("errors", "warnings", "metrics")}
-    }
+    facts: dict[str, Any] = {"statistics": counts}
+    repaired = [what for what, done in (("statistics", clamped), ("text", scrubbed)) if done]
+    facts["repaired"] = repaired or None
     if isinstance(body.get("hostname"), str):
         facts["hostname"] = body["hostname"]
     if isinstance(body.get("configurations"), list):
@@ -116,7 +130,7 @@ def parse_heartbeat(
     logs = body.get("logs") if isinstance(body.get("logs"), list) else []
     assert isinstance(logs, list)
     rows = [r for r in (_log(agent_id, e, now) for e in logs[:200]) if r is not None]
-    report = Report(status, _int(stats.get("errors")), _int(stats.get("warnings")))
+    report = Report(status, counts["errors"], counts["warnings"])
     return Heartbeat(
         agent_id,
         now,

@@ -14,10 +14,11 @@ when the credential and state caches hold the agent; writes are batched.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
+
+from platformkit import boundedjson
 
 from strataplane import errors
 from strataplane.actions import fleet_errors as fe
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 CONFIG_PATH = "/agents/telegraf/config"
 HEARTBEAT_PATH = "/agents/telegraf/heartbeat"
 MAX_HEARTBEAT = 1 << 20
+HEARTBEAT_DEPTH = 32  # schema v1 nests 3 deep; log attributes get the rest
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="strataplane"'}
 _HASH_HEADER = HASH_HEADER.lower().encode()
 _TOML = (b"content-type", b"application/toml")
@@ -94,18 +96,23 @@ async def config(rt: FleetRuntime, req: AgentRequest) -> Reply:
     return Reply(200, headers, body)
 
 
+def _bad_report(field: str, reason: str, kind: str) -> fe.BadReport:
+    """The kernel's validation shape: the field, and one entry per problem."""
+    error = {"field": field, "msg": reason, "type": kind}
+    return fe.BadReport(reason, field=field, errors=[error])
+
+
 async def heartbeat(rt: FleetRuntime, req: AgentRequest) -> Reply:
     who, state = await _agent(rt, req)
     raw = await req.body(MAX_HEARTBEAT)
     try:
-        parsed = json.loads(raw)
-    except ValueError as exc:
-        raise fe.BadReport(f"not JSON: {exc}") from None
+        parsed = boundedjson.loads(raw, max_depth=HEARTBEAT_DEPTH)
+    except boundedjson.JsonRefused as exc:
+        raise _bad_report("body", exc.reason, "json") from None
     try:
         hb = parse_heartbeat(who.agent_id, state.external_id, parsed, req.header(_HASH_HEADER))
     except BadHeartbeat as exc:
-        error = {"field": exc.field, "msg": str(exc), "type": "heartbeat"}
-        raise fe.BadReport(str(exc), field=exc.field, errors=[error]) from None
+        raise _bad_report(exc.field or "body", str(exc), "heartbeat") from None
     rt.batcher.heartbeat(who.tenant_id, hb, _source(rt, req))
     return Reply(200, [])
 

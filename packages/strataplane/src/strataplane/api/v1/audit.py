@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
+from platformkit.storable import PgBigInt
 
 from strataplane.actions import audit
 from strataplane.api.deps import TenantCtx
@@ -67,7 +68,7 @@ def _event(row: dict[str, Any]) -> AuditEventOut:
 
 @router.get("/events")
 async def list_events(
-    ctx: TenantCtx, before: int | None = None, limit: PageLimit = 100
+    ctx: TenantCtx, before: PgBigInt | None = None, limit: PageLimit = 100
 ) -> list[AuditEventOut]:
     return [_event(r) for r in await audit.list_audit_events(ctx, before=before, limit=limit)]
 

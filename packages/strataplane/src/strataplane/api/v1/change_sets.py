@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Self
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, Header, Response
+from platformkit.storable import PgBigInt
 from pydantic import Field
 
 from strataplane.actions import change_sets, history, reviews, spec, validation
@@ -131,12 +132,12 @@ class RebaseIn(Model):
 
 
 class RevertIn(Model):
-    revision: int
+    revision: PgBigInt
     resolutions: dict[str, Resolution] = Field(default_factory=dict)
 
 
 class RestoreIn(Model):
-    revision: int
+    revision: PgBigInt
     paths: list[str] | None = None
 
 
@@ -178,7 +179,7 @@ async def create_change_set(ctx: TenantCtx, body: ChangeSetIn, response: Respons
 async def list_change_sets(
     ctx: TenantCtx,
     state: Literal["draft", "in_review", "merged", "closed"] | None = None,
-    before: int | None = None,
+    before: PgBigInt | None = None,
     limit: PageLimit = 100,
 ) -> list[ChangeSetOut]:
     """Newest first; pass the last number as ``before`` for the next page."""

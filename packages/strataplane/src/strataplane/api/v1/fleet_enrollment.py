@@ -13,6 +13,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Header, Request
 from platformkit.http import no_idempotency_key
+from platformkit.storable import PgInt
 from pydantic import Field, field_validator
 
 from strataplane import errors
@@ -39,7 +40,7 @@ class EnrollmentTokenIn(Model):
     host_kind: Literal["server", "client", "pod"] = "server"
     mode: Literal["enroll", "class", "pair"] = "enroll"
     requires_approval: bool = False
-    max_uses: int | None = Field(None, ge=1)
+    max_uses: PgInt | None = Field(None, ge=1)
     expires_at: datetime | None = None
 
 

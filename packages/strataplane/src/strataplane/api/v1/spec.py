@@ -9,6 +9,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
+from platformkit.storable import PgBigInt
 
 from strataplane.actions import history
 from strataplane.actions.history import FileDiff
@@ -72,12 +73,12 @@ class FileDiffOut(Model):
         return cls(path=d.path, old_hash=hexed(d.old_hash), new_hash=hexed(d.new_hash), diff=d.diff)
 
 
-Rev = Annotated[int, Query(ge=1, description="A revision number (rN).")]
+Rev = Annotated[PgBigInt, Query(ge=1, description="A revision number (rN).")]
 
 
 @router.get("/revisions")
 async def list_revisions(
-    ctx: TenantCtx, before: int | None = None, limit: PageLimit = 100
+    ctx: TenantCtx, before: PgBigInt | None = None, limit: PageLimit = 100
 ) -> list[RevisionOut]:
     """Newest first; pass the last id as ``before`` for the next page."""
     return [
@@ -91,12 +92,12 @@ async def latest_revision(ctx: TenantCtx) -> RevisionOut:
 
 
 @router.get("/revisions/{number}")
-async def get_revision(ctx: TenantCtx, number: int) -> RevisionOut:
+async def get_revision(ctx: TenantCtx, number: PgBigInt) -> RevisionOut:
     return RevisionOut.of(await history.access_revision(ctx, number))
 
 
 @router.get("/revisions/{number}/tree")
-async def get_tree(ctx: TenantCtx, number: int) -> TreeOut:
+async def get_tree(ctx: TenantCtx, number: PgBigInt) -> TreeOut:
     """Every file of the revision (one range query over the validity ranges)."""
     revision, entries = await history.revision_tree(ctx, number)
     files = [TreeEntryOut(**{**e.__dict__, "blob_hash": e.blob_hash.hex()}) for e in entries]
@@ -108,7 +109,7 @@ async def get_tree(ctx: TenantCtx, number: int) -> TreeOut:
     response_class=Response,
     responses={200: {"content": {TOML: {}}, "description": "The canonical content."}},
 )
-async def get_file(ctx: TenantCtx, number: int, path: str) -> Response:
+async def get_file(ctx: TenantCtx, number: PgBigInt, path: str) -> Response:
     found, blob, content = await history.revision_file(ctx, path, number)
     headers = {"ETag": f'"{blob.hex()}"', "X-Revision": str(found)}
     return Response(content, media_type=TOML, headers=headers)
@@ -127,7 +128,7 @@ async def path_log(
 @router.get("/diff")
 async def diff(
     ctx: TenantCtx,
-    from_: Annotated[int, Query(alias="from", ge=1)],
+    from_: Annotated[PgBigInt, Query(alias="from", ge=1)],
     to: Rev,
 ) -> list[FileDiffOut]:
     """Files that differ between two revisions (either order), with unified diffs."""
