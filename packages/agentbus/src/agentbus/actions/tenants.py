@@ -21,7 +21,7 @@ from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.actions.tokens import IssuedToken, issue_token
 from agentbus.actions.users import OwnerSpec, add_user
-from agentbus.actions.validate import PLANS, check_one_of, check_slug, check_text
+from agentbus.actions.validate import PLANS, check_one_of, check_settings, check_slug, check_text
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError, AlreadyExists, RequestInvalid, StateConflict
 from agentbus.gateway.store import messages
@@ -173,6 +173,8 @@ async def update_tenant(ctx: Ctx, tenant_id: uuid.UUID, changes: dict[str, Any])
     commit (the caller's part)."""
     if "display_name" in changes:
         changes["display_name"] = check_text(changes["display_name"], "display_name")
+    if "settings" in changes:
+        changes["settings"] = check_settings(changes["settings"])
     async with tenant_scope(ctx, tenant_id) as (conn, tenant):
         await require_tenant_admin(conn, ctx, tenant_id)
         if "retention_days" in changes:

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Any
+
+from platformkit.storable import find_unstorable
+from wirekit import canonical_json
 
 from agentbus.errors import RequestInvalid
 
 SLUG = re.compile(r"^[a-z0-9-]{3,40}$")
 PLANS = ("starter", "business", "enterprise")
 TENANT_ROLES = ("owner", "admin", "member", "auditor", "billing")
+SETTINGS_MAX_DEPTH = 16
+SETTINGS_MAX_BYTES = 65536
 
 
 def check_slug(value: str, field: str = "slug") -> str:
@@ -51,4 +57,51 @@ def check_future(
         raise RequestInvalid(f"{field} needs a time zone", field=field)
     if value <= (now or datetime.now(UTC)):
         raise RequestInvalid(f"{field} must be in the future", field=field)
+    return value
+
+
+def depth_of(value: Any, limit: int) -> int:
+    """How deeply ``value`` nests objects and arrays (a scalar is 0), counted no further than
+    ``limit + 1``, without recursion: a value nested past Python's recursion limit is measured
+    as easily as a flat one."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        if deepest > limit:
+            return deepest
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def settings_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a tenant's or workspace's ``settings``, or None: a JSON object at
+    most ``SETTINGS_MAX_DEPTH`` deep and ``SETTINGS_MAX_BYTES`` canonical, that PostgreSQL can
+    store (no NUL, no lone surrogate, integers within bigint)."""
+    if not isinstance(value, dict):
+        return "is a JSON object"
+    if depth_of(value, SETTINGS_MAX_DEPTH) > SETTINGS_MAX_DEPTH:
+        return f"nests at most {SETTINGS_MAX_DEPTH} levels"
+    unstorable = find_unstorable(value)
+    if unstorable is not None:
+        return f"{unstorable.path}: {unstorable.reason}" if unstorable.path else unstorable.reason
+    try:
+        size = len(canonical_json(value))
+    except (TypeError, ValueError):
+        return "holds only JSON text, numbers, booleans and null"
+    if size > SETTINGS_MAX_BYTES:
+        return f"is at most {SETTINGS_MAX_BYTES} bytes"
+    return None
+
+
+def check_settings(value: Any, field: str = "settings") -> dict[str, Any]:
+    problem = settings_problem(value)
+    if problem is not None:
+        raise RequestInvalid(f"{field} {problem}", field=field)
+    assert isinstance(value, dict)
     return value

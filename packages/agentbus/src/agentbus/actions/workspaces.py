@@ -11,7 +11,7 @@ from platformkit.db.scope import Conn
 from agentbus.actions.access import require_tenant_admin, tenant_scope
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
-from agentbus.actions.validate import check_one_of, check_slug, check_text
+from agentbus.actions.validate import check_one_of, check_settings, check_slug, check_text
 from agentbus.errors import AlreadyExists, NotFound, PlanLimitReached, StateConflict
 from agentbus.ids import format_id
 from agentbus.store import plans, users, workspaces
@@ -126,6 +126,8 @@ async def update_workspace(
     workspace that does not exist or was deleted."""
     if "display_name" in changes:
         changes["display_name"] = check_text(changes["display_name"], "display_name")
+    if "settings" in changes:
+        changes["settings"] = check_settings(changes["settings"])
     if "description" in changes:
         changes["description"] = (
             check_text(changes["description"], "description", max_length=2000, required=False)

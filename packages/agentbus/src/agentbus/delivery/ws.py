@@ -5,7 +5,9 @@ Frames are JSON text. The server says ``hello``, then sends one delivery per uni
 travel together in one ``deliveries`` frame, under ``agentbus.v1`` (or none) one ``delivery``
 frame each. ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies of §5.3-5.6 and
 are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a refreshed
-credential of the same agent; ``ping``/``pong`` every 20 s. Close codes: 4400 bad frame, 4401
+credential of the same agent; ``ping``/``pong`` every 20 s. A bad frame (not JSON, over
+``FRAME_MAX``, nested past ``FRAME_DEPTH``, no ``type``, an unknown type) is answered by a
+``result`` with AB-8001 and skipped, the connection kept. Close codes: 4400 unused, 4401
 credential invalid or expired, 4403 agent disabled or tenant suspended, 4002 replaced by a
 newer connection, 1012 the gateway is stopping (``DeliveryService.drain``). ``status`` frames
 report what became of messages this agent sent (``delivery.notices``). Deliveries pulled but
@@ -24,6 +26,8 @@ from typing import Any
 
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from platformkit import boundedjson
+from platformkit.storable import unstorable_reason
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from agentbus.delivery import jetstream, pull
@@ -31,7 +35,7 @@ from agentbus.delivery.domain import ACK_WAIT_S, DEFAULT_WAIT_S, MAX_BATCH, MAX_
 from agentbus.delivery.frames import Session, problem_of, settle_frame
 from agentbus.delivery.notices import status_subject
 from agentbus.delivery.service import Connection, nats_client, service_of
-from agentbus.errors import AgentBusError
+from agentbus.errors import AgentBusError, RequestInvalid
 from agentbus.gateway.auth import bearer_of, principal_from_credential
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.request_limits import Kind
@@ -96,22 +100,55 @@ async def _forward_statuses(session: Session) -> Subscription:
     )
 
 
+FRAME_MAX = 1024 * 1024
+"""The largest client frame answered (characters): a settlement frame's bodies have the HTTP
+routes' 1 MiB cap."""
+FRAME_DEPTH = 16
+CREDIT_MAX = 1_000_000
+
+
+def _parse_frame(text: str) -> dict[str, Any] | str:
+    """The frame, or why it is refused."""
+    if len(text) > FRAME_MAX:
+        return f"a frame is at most {FRAME_MAX} characters"
+    try:
+        frame = boundedjson.loads(text, max_depth=FRAME_DEPTH)
+    except boundedjson.JsonRefused as exc:
+        return f"the frame is refused: {exc.reason}"
+    if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
+        return 'a frame is a JSON object with a "type"'
+    return frame
+
+
+async def _refuse(session: Session, frame_id: Any, reason: str) -> None:
+    """A bad frame is answered and ignored: the socket and the frames after it carry on."""
+    for_id = frame_id if isinstance(frame_id, str) and unstorable_reason(frame_id) is None else None
+    problem = problem_of(RequestInvalid(reason))
+    await session.send({"type": "result", "for": for_id, "problem": problem})
+
+
 async def _receive(session: Session) -> None:
-    """Client frames until the socket closes or a frame is bad (4400)."""
+    """Client frames until the socket closes; a bad frame is answered by a ``result`` with
+    AB-8001 and skipped."""
     while True:
         try:
-            frame = json.loads(await session.ws.receive_text())
+            text = await session.ws.receive_text()
         except WebSocketDisconnect:
             return
-        except (ValueError, KeyError):
-            session.close_code = 4400
-            return
-        if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
-            session.close_code = 4400
-            return
+        except KeyError:  # a binary frame
+            await _refuse(session, None, "frames are JSON text")
+            continue
+        frame = _parse_frame(text)
+        if isinstance(frame, str):
+            await _refuse(session, None, frame)
+            continue
         kind = frame["type"]
-        if kind == "credit" and isinstance(frame.get("n"), int) and frame["n"] >= 0:
-            session.grant(frame["n"])
+        if kind == "credit":
+            n = frame.get("n")
+            if type(n) is int and 0 <= n <= CREDIT_MAX:
+                session.grant(n)
+            else:
+                await _refuse(session, frame.get("id"), f"credit n is 0 to {CREDIT_MAX}")
         elif kind in ("ack", "nak", "term", "read"):
             await session.send(await settle_frame(session, kind, frame))
         elif kind == "auth":
@@ -120,8 +157,7 @@ async def _receive(session: Session) -> None:
         elif kind == "ping":
             await session.send({"type": "pong", "id": frame.get("id")})
         elif kind != "pong":
-            session.close_code = 4400
-            return
+            await _refuse(session, frame.get("id"), f"no frame type {kind[:40]!r}")
 
 
 async def _pump(session: Session, ended: asyncio.Event) -> None:

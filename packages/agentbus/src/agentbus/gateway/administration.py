@@ -18,6 +18,7 @@ from pydantic import Field
 
 from agentbus.actions import tenants, tokens, users, workspaces
 from agentbus.actions.context import Actor, Ctx
+from agentbus.actions.validate import settings_problem
 from agentbus.errors import InsufficientScope, NotFound, RequestInvalid
 from agentbus.gateway.auth import require_tenant_wide
 from agentbus.gateway.bodies import Body
@@ -114,13 +115,27 @@ def token_view(row: Row) -> dict[str, Any]:
     }
 
 
+def settings_view(settings: Any) -> dict[str, Any]:
+    """``settings`` as stored; settings stored before they were bounded (``check_settings``)
+    and past the bound read as ``{}`` with ``settings_unreadable`` saying why, so the row stays
+    readable and a PATCH of ``settings`` replaces them."""
+    problem = settings_problem(settings)
+    if problem is None:
+        return {"settings": settings}
+    return {
+        "settings": {},
+        "settings_unreadable": f"the stored settings are past the bound (settings {problem}); "
+        "PATCH settings to replace them",
+    }
+
+
 def workspace_view(row: Row) -> dict[str, Any]:
     return {
         "id": format_id("ws", row["id"]),
         "slug": row["slug"],
         "display_name": row["display_name"],
         "description": row["description"],
-        "settings": row["settings"],
+        **settings_view(row["settings"]),
         "created_at": ts(row["created_at"]),
     }
 
@@ -158,7 +173,7 @@ def tenant_view(row: Row) -> dict[str, Any]:
         "region": row["region"],
         "retention_days": row["retention_days"],
         "custom_domain": row["custom_domain"],
-        "settings": row["settings"],
+        **settings_view(row["settings"]),
         "created_at": ts(row["created_at"]),
     }
 

@@ -1,11 +1,13 @@
-"""Request bodies of the JSON routes: size cap, JSON, then a pydantic model, every failure an
-AB code (AB-5002 over the cap, AB-8001 otherwise, with JSON Pointers in ``errors``)."""
+"""Request bodies of the JSON routes: size cap, a bounded JSON parse (``MAX_DEPTH``), what
+PostgreSQL could not store, then a pydantic model, every failure an AB code (AB-5002 over the
+cap, AB-8001 otherwise, with JSON Pointers in ``errors``)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from platformkit import boundedjson
+from platformkit.storable import find_unstorable
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
 
@@ -13,6 +15,7 @@ from agentbus.errors import AgentBusError, RequestInvalid
 from agentbus.gateway.errors import RequestTooLarge
 
 MANAGEMENT_BODY_MAX = 65536
+MAX_DEPTH = 32
 
 
 class Body(BaseModel):
@@ -44,9 +47,13 @@ def _pointer(loc: tuple[Any, ...]) -> str:
 
 def parse_model[M: BaseModel](model: type[M], raw: bytes) -> M:
     try:
-        data = json.loads(raw or b"{}")
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RequestInvalid("the body is not JSON") from exc
+        data = boundedjson.loads(raw or b"{}", max_depth=MAX_DEPTH)
+    except boundedjson.JsonRefused as exc:
+        raise RequestInvalid(f"the body is refused: {exc.reason}") from None
+    unstorable = find_unstorable(data)
+    if unstorable is not None:
+        error = {"field": unstorable.path, "reason": unstorable.reason}
+        raise RequestInvalid(f"{unstorable}", field=unstorable.path, errors=[error])
     try:
         return model.model_validate(data)
     except ValidationError as exc:

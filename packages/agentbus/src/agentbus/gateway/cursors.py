@@ -10,6 +10,8 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from platformkit import boundedjson
+
 from agentbus.gateway.errors import CursorInvalid
 from agentbus.gateway.wire import b64url_decode, b64url_encode
 
@@ -24,7 +26,7 @@ def decode(kind: str, cursor: str | None) -> Position | None:
     if cursor is None:
         return None
     try:
-        found, at, hex_id = json.loads(b64url_decode(cursor))
+        found, at, hex_id = boundedjson.loads(b64url_decode(cursor), max_depth=1, max_bytes=512)
         if found != kind:
             raise ValueError(found)
         return datetime.fromisoformat(at), uuid.UUID(hex=hex_id)

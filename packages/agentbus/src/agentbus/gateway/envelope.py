@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from platformkit.boundedjson import nesting_depth
+from platformkit.storable import unstorable_reason
 from wirekit import canonical_json_parsed
 
 from agentbus.gateway import ed25519
@@ -26,6 +28,9 @@ from agentbus.ids import InvalidId, parse_id
 SEND_BODY_MAX = 327680
 BATCH_MAX = 100
 BATCH_BODY_MAX = 4 * 1024 * 1024
+MAX_DEPTH = 64
+"""How deeply a send or batch body may nest objects and arrays (an envelope's ``data`` sits at
+level 2, a batch's at 4), measured before the parser runs."""
 MEDIA_TYPES = ("application/cloudevents+json", "application/json")
 REQUIRED = (
     "specversion", "id", "source", "type", "time", "datacontenttype", "dataschema", "recipient",
@@ -100,6 +105,12 @@ def _load(raw: bytes, content_type: str | None, media_types: tuple[str, ...]) ->
     media = (content_type or "").split(";", 1)[0].strip().lower()
     if media not in media_types:
         raise e.ContentTypeUnsupported(f"send {media_types[0]}")
+    # Counting brackets is cheap; only a body with more of them than the bound is measured.
+    if (
+        raw.count(b"{") + raw.count(b"[") > MAX_DEPTH
+        and nesting_depth(raw, limit=MAX_DEPTH) > MAX_DEPTH
+    ):
+        raise e.EnvelopeMalformed(f"the body nests deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(
             raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
@@ -134,19 +145,28 @@ def check_object(envelope: Any) -> dict[str, Any]:
     return envelope
 
 
-def parse_batch_body(raw: bytes, content_type: str | None) -> list[tuple[Any, int]]:
+def parse_batch_body(
+    raw: bytes, content_type: str | None
+) -> list[tuple[Any, int | e.EnvelopeMalformed]]:
     """``{"envelopes": [...]}`` with 1 to ``BATCH_MAX`` items (AB-2001, AB-5009): each item
-    with the length of its canonical encoding, still to be checked one by one (an item that is
-    not an envelope fails alone). A duplicate key, a non-finite number or non-text anywhere fails
-    the whole request (AB-2001)."""
+    with the length of its canonical encoding, or the refusal of an item that has none (a lone
+    surrogate: AB-2001), still to be checked one by one (an item that is not an envelope fails
+    alone). A body that is not JSON, nests past ``MAX_DEPTH``, or holds a duplicate key or a
+    non-finite number anywhere fails the whole request (AB-2001): no item can be told apart."""
     body = _load(raw, content_type, ("application/json",))
     envelopes = body.get("envelopes") if isinstance(body, dict) else None
     if not isinstance(envelopes, list) or not envelopes or set(body) != {"envelopes"}:
         raise e.EnvelopeMalformed('the body is {"envelopes": [one or more envelopes]}')
-    sized = [(envelope, _canonical_size(envelope)) for envelope in envelopes]
     if len(envelopes) > BATCH_MAX:
         raise e.BatchTooLarge(f"at most {BATCH_MAX} envelopes per batch", limit=BATCH_MAX)
-    return sized
+    return [(envelope, _size_or_refusal(envelope)) for envelope in envelopes]
+
+
+def _size_or_refusal(envelope: Any) -> int | e.EnvelopeMalformed:
+    try:
+        return _canonical_size(envelope)
+    except e.EnvelopeMalformed as exc:
+        return exc
 
 
 def check_size(size: int) -> None:
@@ -191,6 +211,8 @@ def check_attributes(env: dict[str, Any], now: datetime) -> Parsed:
     for name, value in env.items():
         if value is None or (name != "data" and not isinstance(value, str)):
             raise _bad(name, "must be a string" if value is not None else "may not be null")
+        if name != "data" and (reason := unstorable_reason(value)) is not None:
+            raise _bad(name, reason)
     if env["specversion"] != "1.0":
         raise e.SpecversionUnsupported("specversion must be 1.0")
     try:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -213,7 +213,7 @@ async def send_envelope(
 
 
 async def send_batch(
-    gw: Gateway, principal: AgentPrincipal, envelopes: list[tuple[Any, int]]
+    gw: Gateway, principal: AgentPrincipal, envelopes: Sequence[tuple[Any, int | AgentBusError]]
 ) -> list[Answer]:
     """One answer per envelope (with its canonical size, ``parse_batch_body``), in order: a
     ``SendResult`` or the AB error that refused it."""
@@ -221,6 +221,8 @@ async def send_batch(
     items: list[tuple[Lane, Parsed | AgentBusError]] = []
     for envelope, size in envelopes:
         try:
+            if isinstance(size, AgentBusError):
+                raise size
             check_object(envelope)
             check_size(size)
             items.append((_lane(envelope), _checked(envelope, principal, now)))

@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+from platformkit import boundedjson
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 
 from agentbus.db import SCOPE
@@ -64,7 +65,7 @@ def _before(cursor: str | None) -> uuid.UUID | None:
     if cursor is None:
         return None
     try:
-        kind, hex_id = json.loads(b64url_decode(cursor))
+        kind, hex_id = boundedjson.loads(b64url_decode(cursor), max_depth=1, max_bytes=512)
         if kind != "tk":
             raise ValueError(kind)
         return uuid.UUID(hex=hex_id)
