@@ -92,3 +92,28 @@ async def test_serve_refuses_a_keyring_that_did_not_wrap_the_databases_keys(
     assert ("did not wrap" if keyring == "another" else "there is no keyring") in text
     assert "restore the keyring.json" in text
     assert not (config / "keyring.json").exists() or keyring == "another"  # none was made up
+
+
+def test_serve_starts_the_embedded_nats_where_the_platformkit_settings_say(
+    agentbus_db: str, tmp_path: Path
+) -> None:
+    """``PLATFORMKIT_NATS_PORT`` and ``PLATFORMKIT_NATS_STORE`` place the embedded NATS, as
+    for every system of the repository (``prepare`` in a process of its own, as ``serve``)."""
+    from platformkit.nats.embedded import EmbeddedNats
+
+    port, store = free_port(), tmp_path / "nats"
+    env = {**os.environ, "AGENTBUS_DATABASE_URL": agentbus_db,
+           "AGENTBUS_CONFIG_DIR": str(tmp_path / "config"),
+           "PLATFORMKIT_NATS_PORT": str(port), "PLATFORMKIT_NATS_STORE": str(store)}  # fmt: skip
+    script = ("from agentbus.gateway.config import GatewaySettings\n"
+              "from agentbus.serve import prepare\n"
+              "print(prepare(GatewaySettings())[1])\n")  # fmt: skip
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"nats://127.0.0.1:{port}"
+        assert (store / "nats-server.pid").exists()
+    finally:
+        EmbeddedNats(store_dir=store, port=port).stop()

@@ -47,6 +47,8 @@ def prepare(
     nats_url = settings.nats_url
     if nats_url is None:
         nats = EmbeddedNats(port=settings.nats_port)
+        if settings.nats_store is not None:
+            nats.store_dir = settings.nats_store
         nats_url = nats.start()
         say(f"embedded NATS JetStream at {nats_url} (store {nats.store_dir}); {OUTLIVES_COMMAND}")
     return admin_url, nats_url

@@ -1,6 +1,7 @@
 """The gateway's settings: the admin tree of ``agentbus.settings`` plus serving, NATS, the object
 store and the background loops. Environment names follow the field (``AGENTBUS_PORT``...);
-``AGENTBUS_NATS_URL`` falls back to ``PLATFORMKIT_NATS_URL``, which ``stack up`` sets.
+``AGENTBUS_NATS_URL`` falls back to ``PLATFORMKIT_NATS_URL``, which ``stack up`` sets, and the
+embedded NATS server's port and store to ``PLATFORMKIT_NATS_PORT`` and ``PLATFORMKIT_NATS_STORE``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,19 @@ class GatewaySettings(Settings):
         description="NATS server with JetStream; unset starts the embedded one on nats_port.",
     )
     nats_port: int = Field(
-        DEFAULT_NATS_PORT, ge=1, le=65535, description="Port of the embedded NATS server."
+        DEFAULT_NATS_PORT,
+        ge=1,
+        le=65535,
+        validation_alias=AliasChoices("AGENTBUS_NATS_PORT", "PLATFORMKIT_NATS_PORT", "nats_port"),
+        description="Port of the embedded NATS server (also read from PLATFORMKIT_NATS_PORT).",
+    )
+    nats_store: Path | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "AGENTBUS_NATS_STORE", "PLATFORMKIT_NATS_STORE", "nats_store"
+        ),
+        description="Store folder of the embedded NATS server (also read from "
+        "PLATFORMKIT_NATS_STORE); unset, the kernel's default under the user data folder.",
     )
     stream_replicas: int = Field(
         1, ge=1, le=5, description="Replicas of each tenant stream (3 in production)."
