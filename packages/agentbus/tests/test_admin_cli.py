@@ -217,3 +217,26 @@ def test_a_keyring_that_did_not_wrap_the_databases_keys_is_refused(
     assert "restore the keyring.json" in " ".join(refused.output.split())
     right = Admin(agentbus_db, tmp_path / "set-up.json")
     right("tenants", "create", "acme", "--name", "Acme", "--owner-email", "ops@acme.example")
+
+
+def test_an_operator_restores_an_owner_to_a_locked_out_tenant(admin: Admin) -> None:
+    """A tenant whose only owner is disabled (behind the API's back): the operator makes another
+    user of the tenant an active owner, audited as the operator's doing."""
+    tenant = first_id("ten", admin("tenants", "create", "delta", "--name", "Delta").output)
+    out = admin("users", "create", "--tenant", tenant, "--email", "ops@delta.example").output
+    user = first_id("usr", out)
+    with psycopg.connect(admin.url) as conn:
+        conn.execute("UPDATE users SET status = 'disabled'")
+
+    admin("users", "restore-owner", "--tenant", tenant, user)
+
+    [restored] = admin.json("users", "list", "--tenant", tenant)
+    assert (restored["id"], restored["tenant_role"], restored["status"]) == (
+        user,
+        "owner",
+        "active",
+    )
+    audit = admin("audit", "--tenant", tenant, "--json").output
+    entry = next(row for row in json.loads(audit) if row["action"] == "user.update")
+    assert entry["actor_type"] == "platform", entry
+    assert admin("users", "restore-owner", "--tenant", tenant, "usr_" + "0" * 32, ok=False)

@@ -237,6 +237,13 @@ async def test_a_workspace_admin_added_over_the_api_manages_its_agents(
     problem = await call(client, "PUT", stranger, admin, 409, json={"role": "member"})
     assert problem["code"] == "AB-8008"
     await call(client, "PUT", f"{members}/{dana_id}", admin, 422, json={"role": "owner"})
+    # dana is the workspace's last admin: neither demoted nor removed until another is one
+    last = await call(client, "PUT", f"{members}/{dana_id}", admin, 409, json={"role": "member"})
+    assert last["code"] == "AB-8008", last
+    assert "last admin" in last["detail"], last
+    assert (await call(client, "DELETE", f"{members}/{dana_id}", admin, 409))["code"] == "AB-8008"
+    owner = f"{members}/{format_id('usr', owner_id)}"
+    await call(client, "PUT", owner, admin, 200, json={"role": "admin"})
     assert (await client.delete(f"{members}/{dana_id}", headers=admin)).status_code == 204
     await call(client, "DELETE", f"{members}/{dana_id}", admin, 404)
     enable = {"status": "registered"}

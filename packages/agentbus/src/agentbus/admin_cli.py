@@ -282,6 +282,19 @@ def users_list(ctx: typer.Context, tenant: TenantOpt, as_json: JsonFlag = False)
     _show(rows, "usr", ["id", "email", "tenant_role", "status", "idp"], as_json)
 
 
+@users_app.command("restore-owner")
+def users_restore_owner(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    user: Annotated[str, typer.Argument(help="User id (usr_...) of the tenant.")],
+) -> None:
+    """Make a user of the tenant an active owner again, for a tenant whose owners are gone or
+    locked out (audited as the operator's user.update)."""
+    tid, uid = _id("ten", tenant, "--tenant"), _id("usr", user, "USER")
+    _run(ctx, lambda c: users.change_user(c, tid, uid, status="active", tenant_role="owner"))
+    console.print(f"{user} is an active owner of {tenant}")
+
+
 def _print_token(issued: tokens.IssuedToken) -> None:
     console.print(f"token {format_id('tok', issued.row['id'])}, shown once; store it now:")
     typer.echo(issued.plaintext)

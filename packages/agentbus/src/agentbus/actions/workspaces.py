@@ -83,6 +83,17 @@ async def list_members(ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID) 
         return await workspaces.list_members(conn, tenant_id, workspace_id)
 
 
+async def _keep_an_admin(
+    conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID
+) -> None:
+    """AB-8008 when ``user_id`` is the workspace's last admin, about to be removed or demoted."""
+    if await workspaces.lock_admins(conn, tenant_id, workspace_id) == [user_id]:
+        raise StateConflict(
+            f"{format_id('usr', user_id)} is the workspace's last admin; make another member "
+            "admin first"
+        )
+
+
 async def set_member(
     ctx: Ctx, tenant_id: uuid.UUID, workspace_id: uuid.UUID, user_id: uuid.UUID, role: str
 ) -> Row:
@@ -94,6 +105,8 @@ async def set_member(
         await _live(conn, tenant_id, workspace_id)
         if await users.tenant_role(conn, tenant_id, user_id) is None:
             raise StateConflict(f"{format_id('usr', user_id)} is not a member of the tenant")
+        if role != "admin":
+            await _keep_an_admin(conn, tenant_id, workspace_id, user_id)
         row = await workspaces.set_member(
             conn, tenant_id, workspace_id, user_id, role, ctx.actor.user_id
         )
@@ -111,6 +124,7 @@ async def remove_member(
     async with tenant_scope(ctx, tenant_id) as (conn, _tenant):
         await require_tenant_admin(conn, ctx, tenant_id)
         await _live(conn, tenant_id, workspace_id)
+        await _keep_an_admin(conn, tenant_id, workspace_id, user_id)
         if not await workspaces.remove_member(conn, tenant_id, workspace_id, user_id):
             raise NotFound(f"{format_id('usr', user_id)} is not a member of the workspace")
         await record_action(

@@ -102,6 +102,18 @@ async def list_members(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID
     return await cur.fetchall()
 
 
+async def lock_admins(conn: Conn, tenant_id: uuid.UUID, workspace_id: uuid.UUID) -> list[uuid.UUID]:
+    """The workspace's admins, their rows locked until commit, so two changes cannot each
+    leave the other as the last admin and then both go."""
+    cur = await conn.execute(
+        """SELECT user_id FROM workspace_memberships
+            WHERE tenant_id = %s AND workspace_id = %s AND role = 'admin'
+            ORDER BY user_id FOR UPDATE""",
+        (tenant_id, workspace_id),
+    )
+    return [row["user_id"] for row in await cur.fetchall()]
+
+
 async def set_member(
     conn: Conn,
     tenant_id: uuid.UUID,
