@@ -288,8 +288,9 @@ def users_restore_owner(
     tenant: TenantOpt,
     user: Annotated[str, typer.Argument(help="User id (usr_...) of the tenant.")],
 ) -> None:
-    """Make a user of the tenant an active owner again, for a tenant whose owners are gone or
-    locked out (audited as the operator's user.update)."""
+    """Make a user of the tenant an active owner again.
+
+    For a tenant whose owners are gone or locked out; audited as the operator's user.update."""
     tid, uid = _id("ten", tenant, "--tenant"), _id("usr", user, "USER")
     _run(ctx, lambda c: users.change_user(c, tid, uid, status="active", tenant_role="owner"))
     console.print(f"{user} is an active owner of {tenant}")
