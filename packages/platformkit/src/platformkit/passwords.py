@@ -8,18 +8,22 @@ own parameters, so a hash made under an older policy still verifies after the po
 from __future__ import annotations
 
 import functools
+import secrets
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher, Type
 from argon2.exceptions import InvalidHashError, VerificationError
+from prometheus_client import Counter
 
 __all__ = [
+    "CHECKS",
     "DEFAULT_POLICY",
     "FAST_TEST_POLICY",
     "PasswordPolicy",
     "hash_password",
     "needs_rehash",
     "verify_password",
+    "verify_password_or_dummy",
 ]
 
 
@@ -39,6 +43,13 @@ class PasswordPolicy:
         """Minimal costs for tests only: a hash takes well under a millisecond."""
         return cls(time_cost=1, memory_cost=8, parallelism=1)
 
+
+# Sign-in checks by result: a "unknown_account" check ran against the dummy hash.
+CHECKS = Counter(
+    "platformkit_password_checks",
+    "Password checks at sign-in, by result (match, mismatch, unknown_account)",
+    ["result"],
+)
 
 DEFAULT_POLICY = PasswordPolicy()
 FAST_TEST_POLICY = PasswordPolicy.fast()
@@ -71,6 +82,30 @@ def verify_password(
         return _hasher(policy).verify(stored_hash, password)
     except (VerificationError, InvalidHashError):
         return False
+
+
+@functools.lru_cache(maxsize=8)
+def _dummy_hash(policy: PasswordPolicy) -> str:
+    # A hash of a random value nobody knows, made once per process and policy.
+    return hash_password(secrets.token_urlsafe(24), policy)
+
+
+def verify_password_or_dummy(
+    stored_hash: str | None, password: str, policy: PasswordPolicy = DEFAULT_POLICY
+) -> bool:
+    """``verify_password`` for a login whose account may not exist (``stored_hash`` None).
+
+    Without a hash it verifies ``password`` against a fixed dummy hash of the same policy and
+    returns False, so an unknown user costs the same argon2 work as a wrong password and the
+    time of the answer does not tell which accounts exist.
+    """
+    if stored_hash is None:
+        verify_password(password, _dummy_hash(policy), policy)
+        CHECKS.labels("unknown_account").inc()
+        return False
+    ok = verify_password(password, stored_hash, policy)
+    CHECKS.labels("match" if ok else "mismatch").inc()
+    return ok
 
 
 def needs_rehash(stored_hash: str, policy: PasswordPolicy = DEFAULT_POLICY) -> bool:
