@@ -32,6 +32,7 @@ async def test_create_answers_token_secret_and_environment_once(
         "Z4J_BRAIN_URL=http://testserver",
         f"Z4J_TOKEN={token}",
         f"Z4J_HMAC_SECRET={secret}",
+        f"Z4J_PROJECT_ID={project}",
     ]
     assert body["install_snippet"] == "from z4j_agent.celery import install\ninstall(app)"
     assert body["agent"]["state"] == "unknown"

@@ -134,3 +134,53 @@ def test_events_of_one_task_share_its_row_and_id() -> None:
     assert row.id == str(uuid.uuid5(PROJECT, "t"))
     assert [e.task_id for e in folded.events] == [row.id, row.id]
     assert [e.id for e in folded.events] == [str(uuid.uuid5(PROJECT, f"e{i}")) for i in (0, 1)]
+
+
+def test_the_z4j_celery_agents_shape_is_read() -> None:
+    """z4j-celery sends the type and the message apart (the event stream's message is the
+    exception's repr), no task.sent and no retry count, and a revoke from two sources."""
+
+    def real(i: str, kind: str, sec: int, **data: Any) -> dict[str, Any]:
+        return ev(0, kind, sec) | {"id": i, "data": {"task_name": "x", **data}}
+
+    folded = fold_batch(
+        PROJECT,
+        [
+            real("a", "task.received", 1),
+            real("b", "task.started", 2),
+            real("c", "task.retried", 3, reason="ConnectionError('x')"),
+            real(
+                "d",
+                "task.failed",
+                4,
+                exception="ValueError",
+                exception_message="ValueError('gateway refused order o-7')",
+            ),
+            real("e", "task.revoked", 5, terminated=False),
+            real("f", "task.revoked", 5, terminated=False),
+        ],
+    )
+    row = folded.tasks["t"]
+    assert row.enqueued_at == T0 + timedelta(seconds=1)
+    assert row.error is None  # the revoke came last
+    assert folded.count_retries == {row.id}
+    cancelled = {e.id for e in folded.events if e.event_type == "cancelled"}
+    assert len(cancelled) == 1
+
+    failed = fold_batch(
+        PROJECT,
+        [
+            real(
+                "d",
+                "task.failed",
+                4,
+                exception="ValueError",
+                exception_message="ValueError('gateway refused')",
+            )
+        ],
+    )
+    assert failed.tasks["t"].error == {
+        "exc_type": "ValueError",
+        "exc_msg": "gateway refused",
+        "traceback_redacted": None,
+    }

@@ -39,6 +39,8 @@ class CreatedAgent:
             "Z4J_BRAIN_URL": self.brain_url,
             "Z4J_TOKEN": self.token,
             "Z4J_HMAC_SECRET": self.hmac_secret,
+            # The z4j-celery agent refuses to start without it; ours does not need it.
+            "Z4J_PROJECT_ID": str(self.agent["project_id"]),
         }
 
     @property

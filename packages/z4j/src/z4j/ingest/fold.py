@@ -6,6 +6,7 @@ same whether events arrive in one batch or many, in order or not, once or severa
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import uuid
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class Folded:
     tasks: dict[str, TaskRow] = field(default_factory=dict)
     events: list[EventRow] = field(default_factory=list)
     worker_seen: datetime | None = None
+    # tasks with a retry that carried no retry count: their retries are counted from the events
+    count_retries: set[str] = field(default_factory=set)
     accepted: int = 0
     rejected: int = 0
 
@@ -93,7 +96,9 @@ def _later(a: datetime | None, b: datetime) -> datetime:
     return b if a is None or b > a else a
 
 
-def _fold_task(row: TaskRow, state: TaskState | None, at: datetime, data: dict[str, Any]) -> None:
+def _fold_task(
+    row: TaskRow, kind: str, state: TaskState | None, at: datetime, data: dict[str, Any]
+) -> None:
     row.name = row.name or _text(data, "task_name", "name")
     row.queue = row.queue or _text(data, "queue")
     row.group_id = row.group_id or _text(data, "group_id")
@@ -105,7 +110,8 @@ def _fold_task(row: TaskRow, state: TaskState | None, at: datetime, data: dict[s
         row.kwargs = data["kwargs"]
     if isinstance(data.get("retry_count"), int):
         row.retries = max(row.retries, data["retry_count"])
-    if state is TaskState.PENDING:
+    # Without a task.sent (agents that see only the worker) the receipt bounds the enqueue time.
+    if state is TaskState.PENDING or kind == "task.received":
         row.enqueued_at = at if row.enqueued_at is None else min(row.enqueued_at, at)
     if state is TaskState.STARTED:
         row.started_at = _later(row.started_at, at)
@@ -129,11 +135,28 @@ def _error(data: dict[str, Any]) -> dict[str, Any]:
         exc_type, exc_msg = exc.get("type"), exc.get("message")
     elif exc is not None:
         exc_type, _, exc_msg = str(exc).partition(":")
+    # Agents that send the type alone put the message beside it.
+    message = data.get("exception_message")
+    if not (exc_msg or "").strip() and message is not None:
+        exc_msg = _unwrap_repr(str(exc_type or ""), str(message))
     return {
         "exc_type": exc_type,
         "exc_msg": (exc_msg or "").strip() or None,
         "traceback_redacted": data.get("traceback"),
     }
+
+
+def _unwrap_repr(exc_type: str, message: str) -> str:
+    """``ValueError('no')`` -> ``no``: Celery's event stream carries the exception's repr."""
+    prefix = f"{exc_type.rsplit('.', 1)[-1]}("
+    if exc_type and message.startswith(prefix) and message.endswith(")") and len(message) < 16384:
+        try:
+            inner = ast.literal_eval(message[len(prefix) : -1])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return message
+        if isinstance(inner, str):
+            return inner
+    return message
 
 
 def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
@@ -179,8 +202,14 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             engine = str(raw.get("engine") or "celery")[:40]
             task_id = scoped_id_text(project_id, engine_task_id)
             row = out.tasks[engine_task_id] = TaskRow(task_id, engine, engine_task_id)
-        _fold_task(row, mapping.state, at, data)
+        _fold_task(row, raw["kind"], mapping.state, at, data)
+        if mapping.state is TaskState.RETRIED and type(data.get("retry_count")) is not int:
+            out.count_retries.add(row.id)
         if mapping.event_type is not None:
+            # A task is cancelled once, whichever of an agent's sources (signal, event stream)
+            # reports it: its cancellation has one id.
+            if mapping.state is TaskState.CANCELLED:
+                event_id = f"{engine_task_id}:cancelled"
             out.events.append(
                 EventRow(scoped_id_text(project_id, event_id), row.id, mapping.event_type, at, data)
             )

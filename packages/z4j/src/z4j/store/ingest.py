@@ -69,6 +69,14 @@ ON CONFLICT (id) DO NOTHING
 """
 
 
+# For agents whose retry events carry no count, a task's retries are its retry events.
+_COUNT_RETRIES = """
+UPDATE tasks AS t SET retries = GREATEST(t.retries, (
+    SELECT count(*) FROM events e WHERE e.task_id = t.id AND e.event_type = 'retry'))
+WHERE t.id = ANY(%(ids)s::uuid[])
+"""
+
+
 def _iso(value: datetime | None) -> str | None:
     return None if value is None else value.isoformat()
 
@@ -124,3 +132,5 @@ async def write_folded(
             _INSERT_EVENTS,
             {"project": project_id, "agent": agent_id, "rows": Jsonb(rows, fastjson.dumps)},
         )
+    if folded.count_retries:
+        await conn.execute(_COUNT_RETRIES, {"ids": sorted(folded.count_retries)})
