@@ -23,7 +23,8 @@ FILES = {
 }
 # Not tenant routes: the platform's (platform credentials only), one's own session and
 # invitations, agents' endpoints (their credential names the agent), operational routes.
-SKIPPED = re.compile(r"^/api/v1/(platform|auth|me)/|^/agents/|^/(healthz|readyz|metrics)$")
+# the catalog's plugin schemas are installation-wide facts about agents, no tenant's data
+SKIPPED = re.compile(r"^/api/v1/(platform|auth|me|catalog)/|^/agents/|^/(healthz|readyz|metrics)$")
 
 
 def _ok(response: Any, status: int = 200) -> Any:

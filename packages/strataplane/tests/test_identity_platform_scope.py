@@ -29,6 +29,7 @@ PLATFORM_ACTION_MODULES = {
     "actions.tenant_admins",
     "actions.users",
     "actions.tokens",
+    "actions.catalog",  # the installation-wide plugin catalog
 }
 
 

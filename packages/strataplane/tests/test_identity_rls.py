@@ -81,7 +81,7 @@ def _raw_rows(admin_url: str, tenant_id: uuid.UUID, admin_id: uuid.UUID) -> None
 
 
 def _fleet_rows(conn: psycopg.Connection[Any], t: uuid.UUID, cs: uuid.UUID, digest: bytes) -> None:
-    """One row of each fleet table (migrations 0010-0012)."""
+    """One row of each fleet table (migrations 0010-0012, 0030)."""
     host, agent, token, rollout = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     statements = [
         ("INSERT INTO host (id, tenant_id, name) VALUES (%s, %s, 'h')", (host, t)),
@@ -154,6 +154,27 @@ def _fleet_rows(conn: psycopg.Connection[Any], t: uuid.UUID, cs: uuid.UUID, dige
             "INSERT INTO change_set_impact (tenant_id, change_set_id, agent_instance_id, "
             "after_artifact) VALUES (%s, %s, %s, %s)",
             (t, cs, agent, digest),
+        ),
+        # safe delivery (migration 0030)
+        (
+            "INSERT INTO artifact_validation (tenant_id, artifact_hash, agent_version, level, ok, "
+            "validator) VALUES (%s, %s, '1.39.1', 'schema', true, 'v')",
+            (t, digest),
+        ),
+        (
+            "INSERT INTO rollout_stage (tenant_id, rollout_id, idx, name, selector) "
+            "VALUES (%s, %s, 0, 'all', '{}')",
+            (t, rollout),
+        ),
+        (
+            "INSERT INTO rollout_assignment (tenant_id, rollout_id, agent_instance_id, stage_idx) "
+            "VALUES (%s, %s, %s, 0)",
+            (t, rollout, agent),
+        ),
+        (
+            "INSERT INTO pin (id, tenant_id, agent_instance_id, revision_id, reason) "
+            "VALUES (%s, %s, %s, 1, 'r')",
+            (uuid.uuid4(), t, agent),
         ),
     ]
     for statement, args in statements:

@@ -29,7 +29,7 @@ from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
 from starlette.types import Receive, Scope, Send
 
 from strataplane import __version__, db
-from strataplane.actions import jobs
+from strataplane.actions import catalog, jobs
 from strataplane.actions.context import Services
 from strataplane.agents import telegraf
 from strataplane.agents.front import AgentFront
@@ -86,6 +86,7 @@ def create_app(
         try:
             async with transaction(pool) as conn:
                 shards = await tenants.ensure_installation(conn, settings.shards)
+            await catalog.ensure_shipped(pool, settings)
             runner = JobRunner(
                 pool, db.QUEUE, jobs.tasks(pool), concurrency=settings.job_concurrency
             )

@@ -16,6 +16,7 @@ from rich.console import Console
 
 from strataplane import cli_spec, db
 from strataplane.agents.settings import FleetSettings
+from strataplane.cli_delivery import register as register_delivery
 from strataplane.cli_fleet import register as register_fleet
 from strataplane.settings import Settings
 
@@ -24,6 +25,7 @@ app = typer.Typer(
 )
 console = Console(stderr=True, soft_wrap=True)
 register_fleet(app)  # explain, simulate telegraf, bench fleet
+register_delivery(app)  # rollouts, pins, catalog
 DatabaseUrl = Annotated[
     str | None,
     typer.Option(

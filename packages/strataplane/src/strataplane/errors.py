@@ -172,3 +172,39 @@ class RolesNotHeld(InvalidInput):
 
 class TenantDeleting(StrataplaneError):
     code, status, title = "tenant.deleting", 403, "The tenant is being deleted"
+
+
+class CatalogUntrusted(InvalidInput):
+    code, title = "catalog.untrusted", "No trusted key verifies the bundle's signature"
+
+
+class CatalogInvalid(InvalidInput):
+    code, title = "catalog.invalid", "Not a catalog bundle"
+
+
+class CatalogExists(Conflict):
+    code, title = "catalog.exists", "A bundle of this agent version or hash is imported"
+
+
+class CatalogNotFound(NotFound):
+    code, title = "catalog.not_found", "No such catalog bundle or plugin"
+
+
+class RolloutNotFound(NotFound):
+    code, title = "rollout.not_found", "Rollout not found"
+
+
+class RolloutInvalidState(Conflict):
+    code, title = "rollout.invalid_state", "Not allowed in the rollout's state"
+
+
+class RolloutActive(Conflict):
+    code, title = "rollout.active", "The agent kind already has an active rollout"
+
+
+class PinNotFound(NotFound):
+    code, title = "pin.not_found", "Pin not found"
+
+
+class PinInvalid(InvalidInput):
+    code, title = "pin.invalid", "Invalid pin"

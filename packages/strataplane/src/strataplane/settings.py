@@ -47,3 +47,10 @@ class Settings(BaseSettings):
     token_touch_seconds: int = Field(
         default=60, description="api_token.last_used_at is written at most this often per token."
     )
+    catalog_trusted_keys: str = Field(
+        default="",
+        description=(
+            "Extra Ed25519 public keys (base64 of the raw 32 bytes, comma-separated) that may "
+            "sign catalog bundles, beside the keys the package ships in catalog/trusted_keys.txt."
+        ),
+    )

@@ -69,15 +69,33 @@ IMPLEMENTED_TABLES = (
     "rollout",
     "release",
     "change_set_impact",
+    # safe delivery (migration 0030)
+    "catalog_bundle",
+    "plugin_schema",
+    "artifact_validation",
+    "rollout_stage",
+    "rollout_assignment",
+    "pin",
 )
 # Tables the spec does not have, each added by a decision record (docs/decisions/).
 ADDED_TABLES = ("tenant_invitation",)  # 0022
 
 
 async def _migrate(url: str) -> object:
-    from strataplane import db
+    from platformkit.db.pool import open_pool
 
-    return await db.migrator().migrate(url)
+    from strataplane import db
+    from strataplane.actions.catalog import ensure_shipped
+    from strataplane.settings import Settings
+
+    done = await db.migrator().migrate(url)
+    # The shipped catalog bundles, once in the template rather than in every test database.
+    pool = await open_pool(db.app_url(url), min_size=1, max_size=1)
+    try:
+        await ensure_shipped(pool, Settings())
+    finally:
+        await pool.close()
+    return done
 
 
 @pytest.fixture(scope="session")

@@ -6,9 +6,9 @@ docs/strataplane/fleet-internals.md §2).
   impact set (change_set_impact rows) and returns the summary for ``change_set.impact`` and
   the per-agent diagnostics (SP-5001, SP-5009, SP-5010) for ``change_set.validation``.
 - ``change_set_merged(conn, tenant_id, change_set_id, revision_id, set_by)`` in the merge
-  transaction: deletes the impact rows and moves the release pointer of every agent kind to the
-  new revision; the NOTIFY it sends is delivered at commit and wakes the reconciler, which
-  renders the fleet. ``change_set_closed`` deletes the impact rows.
+  transaction: deletes the impact rows and starts a rollout of every agent kind to the new
+  revision (actions/rollouts.py); the NOTIFY it sends is delivered at commit and wakes the
+  controllers, which start its first stage. ``change_set_closed`` deletes the impact rows.
 
 Both run in the caller's tenant transaction and write nothing outside it.
 """
@@ -22,6 +22,8 @@ from uuid import UUID
 
 from platformkit.db.scope import Conn
 
+from strataplane.actions.artifact_checks import check_artifacts, summary
+from strataplane.actions.rollouts import begin_rollout
 from strataplane.domain.spec.diagnostics import Diagnostic
 from strataplane.render.artifacts import Artifact
 from strataplane.render.cache import supported_version
@@ -29,6 +31,7 @@ from strataplane.render.service import RENDERER
 from strataplane.render.trees import parse_tree
 from strataplane.store import fleet_artifacts, fleet_notify, fleet_spec
 from strataplane.store.fleet_desired import render_inputs
+from strataplane.store.rollouts import Rollout
 
 __all__ = [
     "FleetHooks",
@@ -69,7 +72,7 @@ class FleetHooks(Protocol):
         change_set_id: UUID,
         revision_id: int,
         set_by: UUID | None,
-    ) -> None: ...
+    ) -> list[Rollout]: ...
 
     async def change_set_closed(self, conn: Conn, tenant_id: UUID, change_set_id: UUID) -> None: ...
 
@@ -87,6 +90,7 @@ async def change_set_impact(
     after_tree = parse_tree(result_tree)
     rows: list[tuple[UUID, bytes | None, bytes | None]] = []
     rendered: dict[bytes, tuple[str, Artifact]] = {}
+    targets: dict[tuple[bytes, str], list[UUID]] = {}  # new artifact, agent version -> agents
     impact = Impact(
         {
             "agents": 0,
@@ -117,6 +121,8 @@ async def change_set_impact(
                 if result.artifact is not None:
                     rendered.setdefault(result.artifact.hash, (agent.kind, result.artifact))
             rows.append((agent.id, old, new))
+            if new is not None and agent.version is not None:
+                targets.setdefault((new, agent.version), []).append(agent.id)
             _count(impact, agent.kind, agent.version, agent.labels)
             if not supported_version(agent.kind, agent.version):
                 msg = f"agent {agent.id} has an unsupported version and receives no config"
@@ -128,11 +134,34 @@ async def change_set_impact(
                     Diagnostic("SP-5001", None, None, f"render failed: {detail}", str(agent.id))
                 )
     await RENDERER.store(conn, tenant_id, rendered)
+    impact.diagnostics += await _schema_level(conn, tenant_id, targets, rendered)
     await fleet_artifacts.replace_impact(conn, tenant_id, change_set_id, rows)
     if not rows:
         msg = "the change set changes no agent's configuration"
         impact.diagnostics.append(Diagnostic("SP-5010", None, None, msg))
     return impact
+
+
+async def _schema_level(
+    conn: Conn,
+    tenant_id: UUID,
+    targets: Mapping[tuple[bytes, str], list[UUID]],
+    rendered: Mapping[bytes, tuple[str, Artifact]],
+) -> list[Diagnostic]:
+    """SP-5004 per (new artifact, agent version) that fails that version's catalog schema."""
+    wanted = {pair: rendered[pair[0]][1] for pair in targets}
+    checked = await check_artifacts(conn, tenant_id, wanted)
+    found = []
+    for (digest, version), agents in sorted(targets.items()):
+        result = checked.get((digest, version))
+        if result is None or result.ok:
+            continue
+        msg = (
+            f"{result.validator}: {summary(result)}; {len(agents)} agent(s) of version "
+            f"{version} would receive it (they keep their current configuration)"
+        )
+        found.append(Diagnostic("SP-5004", None, None, msg, str(agents[0]), digest.hex()))
+    return found
 
 
 def _count(impact: Impact, kind: str, version: str | None, labels: Mapping[str, str]) -> None:
@@ -149,13 +178,25 @@ def _count(impact: Impact, kind: str, version: str | None, labels: Mapping[str, 
 
 async def change_set_merged(
     conn: Conn, tenant_id: UUID, change_set_id: UUID, revision_id: int, set_by: UUID | None
-) -> None:
+) -> list[Rollout]:
+    """Drop the impact rows and start a rollout of each agent kind to the new revision, staged
+    by the tenant's RolloutPolicy (409 rollout.active while one of the kind is active). A kind
+    none of whose agents the change set impacts has nothing to stage: its pointer moves."""
+    started = []
+    for kind in KINDS:
+        impacted = await fleet_artifacts.impact_count(conn, tenant_id, change_set_id, kind)
+        rollout = await begin_rollout(
+            conn, tenant_id, kind, revision_id, set_by, staged=impacted > 0
+        )
+        if rollout is not None:
+            started.append(rollout)
     await fleet_artifacts.delete_impact(conn, tenant_id, change_set_id)
-    await move_release(conn, tenant_id, revision_id, set_by)
+    return started
 
 
 async def move_release(conn: Conn, tenant_id: UUID, revision_id: int, set_by: UUID | None) -> None:
-    """Point every agent kind's release at ``revision_id`` (no rollouts yet: all at once)."""
+    """Point every agent kind's release at ``revision_id`` at once, without a rollout: what
+    ``simulate/seed.publish`` does for tests and benchmarks."""
     moved = False
     for kind in KINDS:
         moved = await fleet_spec.set_release(conn, tenant_id, kind, revision_id, set_by) or moved

@@ -98,10 +98,13 @@ async def merge_change_set(ctx: Ctx, ref: Ref, *, seen: bytes | None) -> tuple[C
                 "requirements": doc,
             }
             cs = await store.update_change_set(tx.conn, tx.tenant_id, cs.id, fields)
-            # Drops the impact rows and moves the release pointers; its NOTIFY is delivered
-            # at commit and wakes the reconciler.
-            await fleet_hooks.change_set_merged(tx.conn, tx.tenant_id, cs.id, number, ctx.user_id)
+            # Drops the impact rows and starts the rollouts; its NOTIFY is delivered at
+            # commit and wakes the controllers.
+            started = await fleet_hooks.change_set_merged(
+                tx.conn, tx.tenant_id, cs.id, number, ctx.user_id
+            )
             details = {
+                "rollouts": [f"RO-{r.number}" for r in started],
                 "revision": number,
                 "digest": cs.digest.hex(),
                 "files": len(rows),

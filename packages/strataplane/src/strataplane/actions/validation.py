@@ -6,7 +6,8 @@ exists exactly when the request committed. The task:
 
 1. reads digest, base and overlay under the change set's row lock, and commits;
 2. unlocked, builds the resulting tree and runs ``validate_tree`` (files, kinds and fields,
-   selectors and versions, references) plus the author's coverage (SP-6001, SP-6003);
+   selectors and versions, references), the plugin instances against the catalog (SP-2010)
+   and the author's coverage (SP-6001, SP-6003);
 3. locks the row again and stores the diagnostics only while the change set is still a draft
    with the digest it validated; otherwise the result is ``{"stale": true}``.
 
@@ -41,7 +42,9 @@ from strataplane.actions.change_sets import (
 from strataplane.actions.context import Ctx, Principal, Services, system_ctx, user_ctx
 from strataplane.actions.reviews import requirements_doc
 from strataplane.agents.settings import FleetSettings
+from strataplane.catalog.service import CATALOG
 from strataplane.db import QUEUE, SCOPE
+from strataplane.domain.spec.catalog_check import check_catalog
 from strataplane.domain.spec.diagnostics import Diagnostic, sort_diagnostics, truncate
 from strataplane.domain.spec.validate import TreeContext, validate_tree
 from strataplane.settings import Settings
@@ -193,7 +196,10 @@ async def _check(tx: TenantTx, snap: _Snapshot) -> tuple[list[Diagnostic], dict[
     context = TreeContext(
         teams=frozenset(teams), changed_paths=frozenset(snap.overlay), base_paths=frozenset(base)
     )
-    return [*validate_tree(tree, context).diagnostics, *_coverage(snap)], tree
+    checked = validate_tree(tree, context)
+    bundles = await CATALOG.all_bundles(tx.conn, "telegraf")
+    schema = check_catalog(checked.values, checked.facts, tree, bundles)
+    return [*checked.diagnostics, *schema, *_coverage(snap)], tree
 
 
 def _document(snap: _Snapshot, found: list[Diagnostic]) -> dict[str, Any]:

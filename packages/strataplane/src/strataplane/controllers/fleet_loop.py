@@ -1,6 +1,7 @@
 """The fleet controllers' leader loop: per controller shard (schema: controller_shard), one
-replica holds the advisory lock and, for every active tenant of the shard, reconciles desired
-state with the release pointer and marks silent agents (controllers/not_reporting.py).
+replica holds the advisory lock and, for every active tenant of the shard, steps its active
+rollouts (controllers/rollouts.py), reconciles desired state with the desired-revision rule
+and marks silent agents (controllers/not_reporting.py).
 
 Taking a shard sets ``alive_at``, and ``resumed_at`` when no replica ran it for 10 minutes;
 the leader refreshes ``alive_at`` about once a minute. A NOTIFY ``release:<tenant>`` wakes the
@@ -20,6 +21,7 @@ from platformkit.jobs import LeaderLoop, LockKey, shard_keys
 from strataplane.agents.settings import FleetSettings
 from strataplane.controllers import not_reporting
 from strataplane.controllers.fleet_reconcile import Reconciler
+from strataplane.controllers.rollouts import step_rollouts
 from strataplane.db import SCOPE
 
 LOOP_NAME = "strataplane.fleet"
@@ -84,6 +86,7 @@ class FleetControllers:
             if not full and tenant_id not in self._woken:
                 continue
             self._woken.pop(tenant_id, None)
+            await step_rollouts(self.pool, tenant_id, self.settings.agent_url)
             await self.reconciler.reconcile(tenant_id)
             if full:
                 async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:

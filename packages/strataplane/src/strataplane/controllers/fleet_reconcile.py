@@ -1,9 +1,12 @@
-"""Reconcile desired state with the release pointer: find the agents whose desired revision is
-not the pointer (in id order, in batches), render and write them, one transaction per batch,
-so agents get their new artifact progressively: each batch's transaction also tells the
-replicas (NOTIFY ``agents:``), so the next poll of any of its agents sees the new
-Last-Modified. Agents whose render failed are retried when
-the pointer moves again, not on every pass."""
+"""Reconcile desired state with the desired-revision rule (``actions/fleet_rule``): find the
+agents whose desired revision is not the one the rule gives them (in id order, in batches),
+render and write them, one transaction per batch, so agents get their new artifact
+progressively: each batch's transaction also tells the replicas (NOTIFY ``agents:``), so the
+next poll of any of its agents sees the new Last-Modified. Without pins or rollout assignments
+the candidates are found in SQL (desired revision not the pointer); otherwise every agent of
+the kind is read and the rule decides. A pass whose rule has the signature of the last
+complete pass is skipped; agents whose render failed are retried when the signature changes,
+not on every pass."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from uuid import UUID
 
 from platformkit.db.scope import Pool, tenant_transaction
 
-from strataplane.actions.fleet_desired import render_and_write
+from strataplane.actions.fleet_desired import write_by_rule
+from strataplane.actions.fleet_rule import load_rule
 from strataplane.db import SCOPE
-from strataplane.store import fleet_notify, fleet_spec
+from strataplane.store import fleet_notify
 from strataplane.store.fleet_desired import render_inputs
 
 BATCH = 2000
@@ -24,7 +28,7 @@ KINDS = ("telegraf",)
 class Reconciler:
     def __init__(self, pool: Pool, agent_url: str) -> None:
         self.pool, self.agent_url = pool, agent_url
-        self._done: dict[tuple[UUID, str], int] = {}  # the pointer last fully reconciled
+        self._done: dict[tuple[UUID, str], tuple[object, ...]] = {}  # last complete signature
         self.last_seconds: float | None = None
 
     async def reconcile(self, tenant_id: UUID) -> int:
@@ -36,10 +40,10 @@ class Reconciler:
     async def _kind(self, tenant_id: UUID, kind: str) -> int:
         started = time.perf_counter()
         async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
-            revision = await fleet_spec.release_revision(conn, tenant_id, kind)
-        if revision is None:
+            rule = await load_rule(conn, tenant_id, kind)
+        if rule is None:
             return 0
-        retried = self._done.get((tenant_id, kind)) != revision
+        retried = self._done.get((tenant_id, kind)) != rule.signature
         after: UUID | None = None
         changed = 0
         while True:
@@ -48,21 +52,27 @@ class Reconciler:
                     conn,
                     tenant_id,
                     kind=kind,
-                    stale_for=revision,
+                    stale_for=rule.pointer if rule.simple else None,
                     skip_failed=not retried,
                     after=after,
                     limit=BATCH,
                 )
                 if not batch:
                     break
-                written = await render_and_write(
-                    conn, tenant_id, batch, revision, self.agent_url, notify=False
+                stale = [
+                    a
+                    for a in batch
+                    if a.desired_revision_id != rule.revision_for(a)
+                    or (retried and a.sync == "render_error")
+                ]
+                written = await write_by_rule(
+                    conn, tenant_id, stale, rule, self.agent_url, notify=False
                 )
                 if written:  # delivered with the batch's commit: replicas reload it in bulk
                     await fleet_notify.agents_changed(conn, tenant_id, batch[0].id, batch[-1].id)
             changed += written
             after = batch[-1].id
-        self._done[(tenant_id, kind)] = revision
+        self._done[(tenant_id, kind)] = rule.signature
         if changed:
             self.last_seconds = time.perf_counter() - started
         return changed

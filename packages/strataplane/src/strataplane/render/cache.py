@@ -19,7 +19,7 @@ from strataplane.domain.spec.diagnostics import Diagnostic, has_errors
 from strataplane.domain.spec.precedence import applicable_layers
 from strataplane.domain.spec.versions import parse_version
 from strataplane.render.artifacts import Artifact, make_artifact
-from strataplane.render.telegraf import render_telegraf, token_env
+from strataplane.render.telegraf import render_choices, render_telegraf
 from strataplane.render.trees import SpecTree
 
 __all__ = ["RenderCache", "RenderResult", "supported_version"]
@@ -73,7 +73,7 @@ class RenderCache:
         agent_url: str,
     ) -> RenderResult:
         chosen = self._chosen(tree, kind, version, labels)
-        key: Key = (tenant_id, tree.hash, kind, chosen, token_env(version), agent_url)
+        key: Key = (tenant_id, tree.hash, kind, chosen, render_choices(version), agent_url)
         found = self._entries.get(key)
         if found is not None:
             self.hits += 1

@@ -20,7 +20,15 @@ from strataplane.domain.spec.diagnostics import Diagnostic, SpecError
 from strataplane.domain.spec.versions import parse_version
 from strataplane.render.artifacts import HASH_HEADER, HASH_PLACEHOLDER
 
-__all__ = ["HEARTBEAT_PATH", "SECRET_STORE", "TelegrafRender", "render_telegraf", "token_env"]
+__all__ = [
+    "HEARTBEAT_PATH",
+    "SECRET_STORE",
+    "TelegrafRender",
+    "heartbeat_reports",
+    "render_choices",
+    "render_telegraf",
+    "token_env",
+]
 
 PLUGIN_SECTIONS = ("inputs", "processors", "aggregators", "outputs")
 SECRET_STORE = "strataplane"  # noqa: S105 - the secret store id, not a secret
@@ -28,6 +36,7 @@ HEARTBEAT_PATH = "/agents/telegraf/heartbeat"
 SECRETS_PATH = "/agents/telegraf/secrets"
 INSTANCE_ENV = "STRATAPLANE_INSTANCE_ID"
 _CONTROLLER_TOKEN_SINCE = parse_version("1.39.0")
+_HEARTBEAT_LOGS_SINCE = parse_version("1.38.0")  # outputs.heartbeat logs, status
 
 
 @dataclass
@@ -46,6 +55,24 @@ def token_env(version: str | None) -> str:
     except ValueError:
         newer = False
     return "TELEGRAF_CONTROLLER_TOKEN" if newer else "INFLUX_TOKEN"
+
+
+@lru_cache(maxsize=1024)
+def heartbeat_reports(version: str | None) -> tuple[str, ...]:
+    """What the rendered heartbeat includes: Telegraf 1.37's outputs.heartbeat has no ``logs``
+    or ``status`` option and its Init refuses any other ``include`` than hostname, statistics
+    and configs; both came with 1.38.0."""
+    try:
+        full = version is not None and not parse_version(version) < _HEARTBEAT_LOGS_SINCE
+    except ValueError:
+        full = False
+    base = ("hostname", "statistics", "configs")
+    return (*base, "logs", "status") if full else base
+
+
+def render_choices(version: str | None) -> str:
+    """Everything the renderer decides from the agent version, as one cache key part."""
+    return f"{token_env(version)}:{','.join(heartbeat_reports(version))}"
 
 
 def _value(value: object, secrets: set[str]) -> object:
@@ -104,17 +131,18 @@ def render_telegraf(
     token = f"${{{token_env(version)}}}"
     outputs = doc.setdefault("outputs", {})
     assert isinstance(outputs, dict)
-    outputs["heartbeat"] = [
-        {
-            "url": agent_url.rstrip("/") + HEARTBEAT_PATH,
-            "instance_id": f"${{{INSTANCE_ENV}}}",
-            "token": token,
-            "interval": heartbeat_interval,
-            "include": ["hostname", "statistics", "configs", "logs", "status"],
-            "headers": {HASH_HEADER: HASH_PLACEHOLDER},
-            "logs": {"limit": 20, "level": "WARN"},
-        }
-    ]
+    reports = heartbeat_reports(version)
+    heartbeat: dict[str, object] = {
+        "url": agent_url.rstrip("/") + HEARTBEAT_PATH,
+        "instance_id": f"${{{INSTANCE_ENV}}}",
+        "token": token,
+        "interval": heartbeat_interval,
+        "include": list(reports),
+        "headers": {HASH_HEADER: HASH_PLACEHOLDER},
+    }
+    if "logs" in reports:
+        heartbeat["logs"] = {"limit": 20, "level": "WARN"}
+    outputs["heartbeat"] = [heartbeat]
     if secrets:
         doc["secretstores"] = {
             "http": [

@@ -7,7 +7,8 @@
 - the watcher: every ``watch_interval`` a HEAD with the same headers; the raw Last-Modified of
   the FIRST tick is the baseline, any different later value (even older) reloads; no
   Last-Modified never fires;
-- reload = full stop and start with a fresh GET; a failed fetch or parse exits the process;
+- reload = full stop and start with a fresh GET; a failed fetch or parse exits the process, and
+  so does a configuration Telegraf's loader or a plugin's Init refuses (``telegraf_load``);
 - ``outputs.heartbeat``: POST schema v1 every ``interval`` with its ``token`` as Bearer and its
   ``[outputs.heartbeat.headers]``, including statistics, logs and status.
 
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit
 
 from strataplane.domain.spec.fields import parse_duration
 from strataplane.simulate.http import HttpPool
+from strataplane.simulate.telegraf_load import startup_error
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -43,6 +45,13 @@ def _parse(body: bytes) -> dict[str, Any] | None:
         return tomllib.loads(body.decode())
     except (UnicodeDecodeError, tomllib.TOMLDecodeError):
         return None
+
+
+@lru_cache(maxsize=256)
+def _refusal(body: bytes, version: str) -> str | None:
+    """Why Telegraf would refuse this body, once per distinct (body, version)."""
+    parsed = _parse(body)
+    return None if parsed is None else startup_error(parsed, version)
 
 
 @dataclass
@@ -65,6 +74,7 @@ class SimulatedTelegraf:
     )
     _heartbeat: asyncio.Task[None] | None = None
     _config_headers: dict[str, str] = field(default_factory=dict)
+    _refused: str | None = None
 
     def _headers(self) -> dict[str, str]:
         if not self._config_headers:
@@ -93,6 +103,7 @@ class SimulatedTelegraf:
                 reply = None
             if reply is not None and reply.status == 200:
                 parsed = _parse(reply.body)
+                self._refused = _refusal(reply.body, self.version)
                 return None if parsed is None else self._substitute(parsed)
             if attempt + 1 < self.retries:
                 await asyncio.sleep(self.retry_delay)
@@ -123,6 +134,9 @@ class SimulatedTelegraf:
         config = await self._fetch()
         if config is None:
             self.state, self.exit_reason = "exited", "config fetch or parse failed"
+            return False
+        if self._refused is not None:
+            self.state, self.exit_reason = "exited", self._refused
             return False
         self.state = "running"
         beat = (config.get("outputs", {}).get("heartbeat") or [None])[0]

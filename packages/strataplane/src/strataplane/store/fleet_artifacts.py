@@ -82,3 +82,14 @@ async def delete_impact(conn: Conn, tenant_id: UUID, change_set_id: UUID) -> Non
         "DELETE FROM change_set_impact WHERE tenant_id = %s AND change_set_id = %s",
         (tenant_id, change_set_id),
     )
+
+
+async def impact_count(conn: Conn, tenant_id: UUID, change_set_id: UUID, agent_kind: str) -> int:
+    cur = await conn.execute(
+        "SELECT count(*) AS n FROM change_set_impact i JOIN agent_instance a "
+        "ON a.tenant_id = i.tenant_id AND a.id = i.agent_instance_id "
+        "WHERE i.tenant_id = %s AND i.change_set_id = %s AND a.kind::text = %s",
+        (tenant_id, change_set_id, agent_kind),
+    )
+    row = await cur.fetchone()
+    return int(row["n"]) if row is not None else 0

@@ -16,6 +16,8 @@ class RenderInput:
     kind: str
     version: str | None
     labels: dict[str, str]
+    desired_revision_id: int | None = None
+    sync: str = "updating"
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ async def render_inputs(
     """Agents by id, or those whose desired revision is not
     ``stale_for``; ``skip_failed`` leaves out agents whose last render failed."""
     cur = await conn.execute(
-        "SELECT a.id, a.kind::text AS kind, a.version, h.labels FROM agent_instance a "
+        "SELECT a.id, a.kind::text AS kind, a.version, h.labels, a.desired_revision_id, "
+        "a.sync::text AS sync FROM agent_instance a "
         "JOIN host h ON h.tenant_id = a.tenant_id AND h.id = a.host_id "
         "WHERE a.tenant_id = %(t)s "
         "AND (%(ids)b::uuid[] IS NULL OR a.id = ANY(%(ids)b)) "

@@ -21,6 +21,27 @@ async def release_revision(conn: Conn, tenant_id: UUID, agent_kind: str) -> int 
     return await revisions.latest_id(conn, tenant_id) or None
 
 
+async def pointer(conn: Conn, tenant_id: UUID, agent_kind: str) -> int | None:
+    """The release row's revision; None when the kind was never released."""
+    cur = await conn.execute(
+        "SELECT revision_id FROM release WHERE tenant_id = %s AND agent_kind = %s",
+        (tenant_id, agent_kind),
+    )
+    row = await cur.fetchone()
+    return None if row is None else int(row["revision_id"])
+
+
+async def complete_release(
+    conn: Conn, tenant_id: UUID, agent_kind: str, revision_id: int, rollout_id: UUID
+) -> None:
+    """A completed rollout moves the pointer to its target and names itself."""
+    await conn.execute(
+        "UPDATE release SET revision_id = %s, rollout_id = %s, set_at = now(), set_by = NULL "
+        "WHERE tenant_id = %s AND agent_kind = %s",
+        (revision_id, rollout_id, tenant_id, agent_kind),
+    )
+
+
 async def set_release(
     conn: Conn, tenant_id: UUID, agent_kind: str, revision_id: int, set_by: UUID | None
 ) -> bool:

@@ -1,0 +1,1 @@
+2H7WVzXxI2pd56mba2DVtaxMT2ybmBCL2WnocaHZorUx3C1/kl0vi2BW4vpwmPAz7DFnDlRU2GKD3agvbS+fAg==

@@ -1,0 +1,304 @@
+"""Staged delivery end to end: the served app (granian in its own process, its controllers
+running), a simulated fleet of Telegraf instances that stop on a configuration their loader or
+a plugin's Init refuses, and change sets merged through review. A bad configuration halts the
+rollout at its canary stage's bake and never reaches the later stage; abort brings the canary
+back; a good configuration completes; a pinned agent never moves."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import pytest
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import tenant_transaction
+from platformkit.http import Server, start_server
+from platformkit.passwords import FAST_TEST_POLICY
+from platformkit.testing.databases import DatabaseFactory
+from platformkit.testing.services import free_port
+from pydantic import SecretStr
+from strataplane import db, errors
+from strataplane.actions import (
+    change_sets,
+    fleet_enrollment,
+    history,
+    pins,
+    reviews,
+    rollouts,
+    spec,
+    teams,
+    validation,
+)
+from strataplane.actions.context import Ctx, Services
+from strataplane.db import SCOPE
+from strataplane.settings import Settings
+from strataplane.simulate.http import HttpPool
+from strataplane.simulate.seed import publish
+from strataplane.simulate.telegraf import SimulatedTelegraf
+from strataplane.store import fleet_agents
+from strataplane.testing import Seed
+
+LAYER = """agentKind = "telegraf"
+owner = "platform"
+routes = ["influx"]
+
+[config.inputs.cpu.default]
+percpu = {percpu}
+"""
+# Passes every schema, but inputs.http's Init refuses both token sources: Telegraf stops.
+BROKEN = """
+[config.inputs.http.portal]
+urls = ["https://portal.example.com/health"]
+token = "abc"
+token_file = "/etc/telegraf/portal.token"
+"""
+ROUTE = """agentKind = "telegraf"
+owner = "platform"
+
+[config.outputs.influxdb_v2.main]
+urls = ["https://influx.example.com"]
+"""
+SETTINGS = (
+    'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n\n'
+    '[rollout]\ndefaultPolicy = "staged"\n'
+)
+POLICY = """owner = "platform"
+agentKinds = ["telegraf"]
+
+[[stages]]
+name = "canary"
+bakeTime = "4s"
+selector = { matchLabels = { canary = "true" } }
+
+[[stages]]
+name = "everything"
+bakeTime = "3s"
+
+[guardrails]
+maxApplyFailurePercent = 0
+maxHealthRegressionPercent = 0
+"""
+
+
+def tree(percpu: str = "false", extra: str = "") -> dict[str, str]:
+    return {
+        "layers/base.toml": LAYER.format(percpu=percpu) + extra,
+        "routes/influx.toml": ROUTE,
+        "settings.toml": SETTINGS,
+        "policies/rollout/staged.toml": POLICY,
+    }
+
+
+@pytest.fixture(scope="module")
+def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
+    url = database_factory.create(strataplane_template, stem="spd")
+    yield url
+    database_factory.drop(url)
+
+
+@pytest.fixture(scope="module")
+def served(served_database: str) -> Iterator[str]:
+    port = free_port()
+    env = {
+        "STRATAPLANE_DATABASE_URL": served_database,
+        "STRATAPLANE_SHARDS": "2",
+        "STRATAPLANE_FLEET_AGENT_URL": f"http://127.0.0.1:{port}",
+        "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": "0.3",
+        "STRATAPLANE_FLEET_FLUSH_INTERVAL": "0.1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    server: Server | None = None
+    try:
+        server = start_server(
+            "strataplane.app:create_app", port=port, factory=True, log_level="warning"
+        )
+        server.wait_ready(60)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if server is not None:
+            server.stop()
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@dataclass
+class Delivery:
+    seed: Seed
+    tenant_id: UUID
+    admin: Ctx
+    author: Ctx
+    approver: Ctx
+    pool: HttpPool
+    tokens: dict[str, str]
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    @property
+    def services(self) -> Services:
+        return self.seed.services
+
+    async def enroll(self, name: str, group: str) -> tuple[dict[str, Any], SimulatedTelegraf]:
+        body = json.dumps({"instance_id": name, "hostname": f"{name}.example.com"}).encode()
+        headers = {"Authorization": f"Bearer {self.tokens[group]}"}
+        reply = await self.pool.request(
+            "POST", "/api/v1/enroll/telegraf", {**headers, "Content-Type": "application/json"}, body
+        )
+        assert reply.status == 201, reply.body
+        enrolled: dict[str, Any] = json.loads(reply.body)
+        return enrolled, self.start(enrolled)
+
+    def start(self, enrolled: dict[str, Any]) -> SimulatedTelegraf:
+        """A Telegraf process (again, as its service manager restarts it)."""
+        sim = SimulatedTelegraf(
+            self.pool,
+            "/agents/telegraf/config",
+            dict(enrolled["environment"]),
+            watch_interval=0.3,
+            retry_delay=0.1,
+        )
+        self.tasks.append(asyncio.create_task(sim.run()))
+        return sim
+
+    async def agent(self, agent_id: str) -> fleet_agents.Agent:
+        async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
+            found = await fleet_agents.get_agent(conn, self.tenant_id, UUID(agent_id))
+        assert found is not None
+        return found
+
+    async def until(
+        self, check: Callable[[], Awaitable[bool]], what: str, within: float = 45
+    ) -> None:
+        deadline = asyncio.get_running_loop().time() + within
+        while not await check():
+            assert asyncio.get_running_loop().time() < deadline, what
+            await asyncio.sleep(0.2)
+
+    async def merge(self, files: dict[str, str]) -> int:
+        ctx = self.author
+        cs = await change_sets.create_change_set(ctx, "change")
+        for path, content in files.items():
+            edit = await spec.write_file(ctx, cs.id, path, content.encode(), seen=cs.digest)
+            cs = edit.change_set
+        op, _ = await validation.request_validation(ctx, cs.id)
+        await validation.run_validation(
+            self.services.pool, validation.params_for(op, ctx.principal)
+        )
+        cs = await change_sets.access_change_set(ctx, cs.id)
+        assert cs.validated, cs.validation
+        cs = await reviews.submit_change_set(ctx, cs.id, seen=cs.digest)
+        cs, _ = await reviews.review_change_set(self.approver, cs.id, "approve", seen=cs.digest)
+        _, revision = await history.merge_change_set(ctx, cs.id, seen=cs.digest)
+        return revision.id
+
+
+@pytest.fixture
+async def delivery(served: str, served_database: str) -> AsyncIterator[Delivery]:
+    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
+    settings = Settings(database_url=SecretStr(served_database))
+    seed = Seed(Services(pool, settings, password_policy=FAST_TEST_POLICY))
+    tenant, admin = await seed.tenant()
+    admin_ctx = seed.ctx(admin, tenant.id)
+    await teams.create_team(admin_ctx, "platform", "Platform")
+    author = seed.ctx(await seed.member(admin_ctx, "author"), tenant.id)
+    approver = seed.ctx(await seed.member(admin_ctx, "approver"), tenant.id)
+    tokens = {}
+    for group, labels in (("canary", {"canary": "true"}), ("fleet", {"env": "prod"})):
+        made = await fleet_enrollment.create_enrollment_token(admin_ctx, group, labels=labels)
+        tokens[group] = made.plaintext
+    http = HttpPool(served, size=20)
+    d = Delivery(seed, tenant.id, admin_ctx, author, approver, http, tokens)
+    yield d
+    for task in d.tasks:
+        task.cancel()
+    await asyncio.gather(*d.tasks, return_exceptions=True)
+    await http.close()
+    await pool.close()
+
+
+async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_completes(
+    delivery: Delivery,
+) -> None:
+    d = delivery
+    first = await publish(d.services.pool, d.tenant_id, tree())
+    fleet = [
+        await d.enroll(name, group)
+        for name, group in (("canary-1", "canary"), ("web-1", "fleet"), ("web-2", "fleet"))
+    ]
+    ids = [e["agent_id"] for e, _ in fleet]
+
+    async def all_in_sync_at(revision: int, agents: list[str]) -> bool:
+        found = [await d.agent(a) for a in agents]
+        return all(a.sync == "in_sync" and a.applied_revision_id == revision for a in found)
+
+    await d.until(lambda: all_in_sync_at(first, ids), "the fleet runs r1")
+    good = {a: (await d.agent(a)).desired_artifact for a in ids}
+    # an operator pins web-2 to the revision it runs, for a reason, before anything ships
+    pinned = await pins.create_pin(
+        d.admin, revision_id=first, reason="change freeze on web-2", agent_id=UUID(ids[2])
+    )
+
+    bad = await d.merge({"layers/base.toml": LAYER.format(percpu="false") + BROKEN})
+    [ro] = await rollouts.list_rollouts(d.admin, limit=1)
+    assert (ro.to_revision_id, ro.policy_name) == (bad, "staged")
+
+    async def state_is(state: str) -> bool:
+        return (await rollouts.access_rollout(d.admin, ro.number)).rollout.state == state
+
+    await d.until(lambda: state_is("halted"), "the rollout halts at the canary's bake")
+    view = await rollouts.access_rollout(d.admin, ro.number)
+    assert [s.state for s in view.stages] == ["breached", "pending"]
+    assert view.rollout.halt_reason is not None
+    assert "stage canary: maxApplyFailurePercent: 1 of 1 agents" in view.rollout.halt_reason
+    assert view.stages[0].guardrails == {**view.stages[0].guardrails, "applyFailures": 1}
+    canary_sim = fleet[0][1]
+    assert canary_sim.state == "exited"
+    assert "either use 'token_file' or 'token' not both" in (canary_sim.exit_reason or "")
+    for agent_id, (_, sim) in zip(ids[1:], fleet[1:], strict=True):  # later stage: never
+        agent = await d.agent(agent_id)
+        assert agent.desired_artifact == good[agent_id]
+        assert sim.state == "running"
+        assert sim.config_hash == good[agent_id].hex()  # type: ignore[union-attr]
+    # one rollout per agent kind: the next merge waits for this one
+    with pytest.raises(errors.RolloutActive):
+        await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+
+    await rollouts.abort_rollout(d.admin, ro.number)
+    await d.until(
+        lambda: _desired(d, ids[0], good[ids[0]]),
+        "the canary's desired artifact is r1's again",
+    )
+    d.start(fleet[0][0])  # its service manager starts the stopped Telegraf again
+    await d.until(lambda: all_in_sync_at(first, ids), "every agent runs r1 again")
+    assert (await rollouts.access_rollout(d.admin, ro.number)).rollout.halt_reason
+
+    fixed = await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+    await d.until(lambda: state_is_number(d, "completed"), "the good rollout completes")
+    await d.until(lambda: all_in_sync_at(fixed, ids[:2]), "the unpinned agents run the fix")
+    done = (await rollouts.list_rollouts(d.admin, limit=1))[0]
+    view = await rollouts.access_rollout(d.admin, done.number)
+    assert [s.state for s in view.stages] == ["passed", "passed"]
+    assert [s.agents_total for s in view.stages] == [1, 1]  # the pinned agent is not staged
+    held = await d.agent(ids[2])
+    assert held.desired_revision_id == first
+    assert held.desired_artifact == good[ids[2]]
+    assert fleet[2][1].reloads == 0
+
+    await pins.delete_pin(d.admin, pinned.id)
+    await d.until(lambda: all_in_sync_at(fixed, ids), "without the pin web-2 follows")
+
+
+async def _desired(d: Delivery, agent_id: str, artifact: bytes | None) -> bool:
+    return (await d.agent(agent_id)).desired_artifact == artifact
+
+
+async def state_is_number(d: Delivery, state: str) -> bool:
+    [latest] = await rollouts.list_rollouts(d.admin, limit=1)
+    return latest.state == state
