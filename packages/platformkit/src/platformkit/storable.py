@@ -53,12 +53,14 @@ REPLACEMENT = "\ufffd"
 
 class Unstorable(ValueError):
     """A value PostgreSQL cannot store: ``path`` says where (``events[3].args.name``, ``""``
-    for the value itself), ``reason`` what is wrong."""
+    for the value itself), ``loc`` the same as keys and indexes (``("events", 3, "args",
+    "name")``, below any ``path`` prefix given to the search), ``reason`` what is wrong."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, loc: tuple[str | int, ...] = ()) -> None:
         super().__init__(f"{path}: {reason}" if path else reason)
         self.path = path
         self.reason = reason
+        self.loc = loc
 
 
 def unstorable_reason(text: str) -> str | None:
@@ -79,20 +81,21 @@ def unstorable_reason(text: str) -> str | None:
 _Link = tuple[Any, str | int] | None
 
 
-def _render(link: _Link, root: str) -> str:
+def _found(link: _Link, root: str, reason: str) -> Unstorable:
     segments: list[str | int] = []
     while link is not None:
         link, segment = link
         segments.append(segment)
+    segments.reverse()
     path = root
-    for segment in reversed(segments):
+    for segment in segments:
         if isinstance(segment, int):
             path += f"[{segment}]"
         elif segment.isidentifier():
             path = f"{path}.{segment}" if path else segment
         else:
             path += f"[{segment!r}]"
-    return path
+    return Unstorable(path, reason, tuple(segments))
 
 
 def find_unstorable(
@@ -127,12 +130,12 @@ def find_unstorable(
                 key_text = str(key)
                 key_reason = unstorable_reason(key_text) if isinstance(key, str) else None
                 if key_reason is not None:
-                    return Unstorable(_render((link, _printable_key(key_text)), path), key_reason)
+                    return _found((link, _printable_key(key_text)), path, key_reason)
                 stack.append(((link, key_text), child))
         elif isinstance(item, list | tuple):
             stack.extend(((link, i), item[i]) for i in range(len(item) - 1, -1, -1))
         if reason is not None:
-            return Unstorable(_render(link, path), reason)
+            return _found(link, path, reason)
     return None
 
 

@@ -40,6 +40,15 @@ from strataplane.api.v1 import fleet as fleet_api
 from strataplane.settings import Settings
 from strataplane.store import tenants
 
+# Routes that document more than the kernel's 1 MiB: a spec file is up to 1 MiB canonical, sent
+# as a JSON string (escapes make it longer), and a rebase or revert resolves several files.
+SPEC_BODY_MAX = 4 << 20
+BODY_LIMITS = {
+    "/api/v1/change-sets/{ref}/files/": SPEC_BODY_MAX,
+    "/api/v1/change-sets/{ref}/rebase": SPEC_BODY_MAX,
+    "/api/v1/change-sets/revert": SPEC_BODY_MAX,
+}
+
 
 def _secret(value: object) -> str | None:
     getter = getattr(value, "get_secret_value", None)
@@ -111,7 +120,7 @@ def create_app(
         redoc_url=None,
         responses=problem_responses("4XX", "5XX"),
     )
-    install(app)
+    install(app, body_limits=BODY_LIMITS)
     app.front = AgentFront(app.state, telegraf.ENDPOINTS, http_metrics())
     app.state.idempotency = Idempotency(
         lambda: app.state.services.pool,

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from platformkit import http as http_kernel
 from starlette.routing import WebSocketRoute
 from starlette.staticfiles import StaticFiles
+from z4j_agent.protocol import MAX_FRAME_BYTES
 
 from z4j import __version__, console, db
 from z4j.api import agent_http, v1
@@ -21,6 +22,12 @@ from z4j.controllers.changes import relay_changes
 from z4j.controllers.liveness import run_liveness_sweeper
 from z4j.settings import Settings
 from z4j.startup import open_brain, prepare
+
+# The agent channel's HTTP fallback answers an oversize frame itself, in the agent protocol's
+# terms (400 with its close code), and isolates the bad events of a batch: the guard leaves its
+# bodies to it, bounding them only at twice the frame size.
+AGENT_HTTP = "/api/v1/agent/"
+BODY_LIMITS = {AGENT_HTTP: 2 * MAX_FRAME_BYTES}
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -58,7 +65,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Added before the kernel's, so it runs inside them (request id, access log, last-resort 500).
     app.add_middleware(AuthMiddleware, render_error=partial(errors.respond, html=error_page))
     http_kernel.install(
-        app, readiness_checks={"database": http_kernel.pool_check(lambda: app.state.brain.pool)}
+        app,
+        readiness_checks={"database": http_kernel.pool_check(lambda: app.state.brain.pool)},
+        body_limits=BODY_LIMITS,
+        json_guard_exempt=[AGENT_HTTP],
     )
     errors.install(app, html=error_page)
     return app

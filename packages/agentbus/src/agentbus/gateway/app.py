@@ -27,8 +27,10 @@ from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
 from agentbus.errors import DatabaseUnavailable
 from agentbus.gateway import api, api_admin, api_blobs, api_presence, api_send
+from agentbus.gateway.bodies import guard_problem
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.envelope import BATCH_BODY_MAX
 from agentbus.gateway.objectstore import open_object_store
 from agentbus.gateway.presence import presence_loop
 from agentbus.gateway.reconciler import reconciler_loop
@@ -39,6 +41,14 @@ from agentbus.tasks import api as tasks_api
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
+
+
+# The kernel guard's bounds (04-API-SPEC §1, "Bounds every request meets"): the routes cap their
+# own bodies lower still. A batch takes 4 MiB; a blob is bounded by the tenant's plan while it
+# streams in (api_blobs). Sends and batches parse their envelopes themselves, answering AB-2xxx
+# for one envelope alone, so the guard leaves their JSON to them.
+BODY_LIMITS: dict[str, int | None] = {"/v1/messages/batch": BATCH_BODY_MAX, "/v1/blobs": None}
+JSON_GUARD_EXEMPT = ("/v1/messages", "/v1/tasks")
 
 
 def _secret(value: object) -> str | None:
@@ -126,6 +136,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         database_unavailable=lambda: DatabaseUnavailable(
             "PostgreSQL did not answer; retry with backoff"
         ),
+        body_limits=BODY_LIMITS,
+        json_guard_exempt=JSON_GUARD_EXEMPT,
+        guard_problem=guard_problem,
     )
     return app
 

@@ -1,12 +1,17 @@
 """Request bodies of the JSON routes: size cap, a bounded JSON parse (``MAX_DEPTH``), what
 PostgreSQL could not store, then a pydantic model, every failure an AB code (AB-5002 over the
-cap, AB-8001 otherwise, with JSON Pointers in ``errors``)."""
+cap, AB-8001 otherwise, with JSON Pointers in ``errors``).
+
+The kernel's request guard checks every request before these routes run (bodies past the
+gateway's limits, unstorable text in a path, a query or a JSON body, JSON nested past its
+depth); :func:`guard_problem` gives its refusals the same AB codes and shape."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from platformkit import boundedjson
+from platformkit.http import ContentTooLarge, ProblemError
 from platformkit.storable import find_unstorable
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.requests import Request
@@ -65,3 +70,17 @@ async def read_model[M: BaseModel](
     request: Request, model: type[M], limit: int = MANAGEMENT_BODY_MAX
 ) -> M:
     return parse_model(model, await read_capped(request, limit))
+
+
+def guard_problem(error: ProblemError) -> ProblemError:
+    """The kernel guard's refusal as the gateway's: AB-5002 for a body over its limit, AB-8001
+    naming the field (``field``, and ``errors`` of ``{field, reason}``) for the rest."""
+    if isinstance(error, ContentTooLarge):
+        return RequestTooLarge(error.detail, limit=error.data["limit"])
+    errors = [{"field": e["field"], "reason": e["msg"]} for e in error.data.get("errors", ())]
+    field = errors[0]["field"] if errors else None
+    return RequestInvalid(
+        f"{field or 'the request'}: {errors[0]['reason']}" if errors else error.detail,
+        field=field,
+        errors=errors,
+    )

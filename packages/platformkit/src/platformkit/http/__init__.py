@@ -1,11 +1,13 @@
 """The HTTP kernel shared by the three servers: app factory, problem+json errors, request ids,
-health and readiness, Prometheus metrics, JSON logs, Idempotency-Key, and serving with granian.
+health and readiness, Prometheus metrics, JSON logs, the request guard, Idempotency-Key, and
+serving with granian.
 
 See docs/platformkit/http.md for how a system uses it.
 """
 
 from platformkit.http.app import add_readiness_check, create_app, install
 from platformkit.http.fastresponse import FastJSONResponse
+from platformkit.http.guard import DEFAULT_BODY_LIMIT, ContentTooLarge, RequestGuard
 from platformkit.http.health import Readiness, ReadinessCheck, pool_check
 from platformkit.http.idempotency import (
     REPLAYED_HEADER,
@@ -35,8 +37,10 @@ from platformkit.http.requestid import current_request_id
 from platformkit.http.serve import Server, serve, start_server
 
 __all__ = [
+    "DEFAULT_BODY_LIMIT",
     "PROBLEM_MEDIA_TYPE",
     "REPLAYED_HEADER",
+    "ContentTooLarge",
     "FastJSONResponse",
     "Idempotency",
     "IdempotencyKeyInProgress",
@@ -50,6 +54,7 @@ __all__ = [
     "ProblemError",
     "Readiness",
     "ReadinessCheck",
+    "RequestGuard",
     "Server",
     "TenantScope",
     "ValidationFailed",

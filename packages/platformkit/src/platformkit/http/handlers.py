@@ -10,7 +10,7 @@ middleware, which logs them and answers a bare 500.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, cast
 
@@ -29,7 +29,7 @@ from platformkit.http.problems import (
     render_problem,
 )
 
-__all__ = ["database_outage_handler", "exception_handlers"]
+__all__ = ["database_outage_handler", "exception_handlers", "field_error"]
 
 # Stable codes for the statuses frameworks raise on their own; others become ``http_<status>``.
 _HTTP_CODES = {
@@ -72,16 +72,17 @@ def _http_exception(request: Request, exc: Exception) -> Response:
     )
 
 
+def field_error(loc: Sequence[object], msg: str, kind: str) -> dict[str, Any]:
+    """One entry of a 422's ``errors``: ``loc`` starts with where the field is (``body``,
+    ``query``, ``path``, ``header``), ``field`` is the rest joined by dots. The offending input
+    is left out on purpose: it may be a password or a token."""
+    parts = [str(part) for part in loc]
+    field = ".".join(parts[1:]) if len(parts) > 1 else ".".join(parts)
+    return {"field": field, "loc": parts, "msg": msg, "type": kind}
+
+
 def _field_error(raw: Mapping[str, Any]) -> dict[str, Any]:
-    # The offending input is left out on purpose: it may be a password or a token.
-    loc = [str(part) for part in raw.get("loc", ())]
-    field = ".".join(loc[1:]) if len(loc) > 1 else ".".join(loc)
-    return {
-        "field": field,
-        "loc": loc,
-        "msg": str(raw.get("msg", "")),
-        "type": str(raw.get("type", "")),
-    }
+    return field_error(raw.get("loc", ()), str(raw.get("msg", "")), str(raw.get("type", "")))
 
 
 def _validation_error(request: Request, exc: Exception) -> Response:
