@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -25,5 +27,11 @@ def test_processes_gone_count_nothing_and_new_ones_count_whole() -> None:
     assert cpu.process_seconds([2**22 + 12345]) == {}
 
 
-def test_this_process_belongs_to_its_group() -> None:
-    assert os.getpid() in cpu.group_members(os.getpgid(0))
+def test_a_child_in_a_session_of_its_own_is_a_descendant() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", "input()"], stdin=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert {os.getpid(), child.pid} <= set(cpu.descendants(os.getpid()))
+    finally:
+        child.communicate(b"\n", timeout=30)

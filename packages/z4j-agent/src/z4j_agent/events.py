@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from z4j_agent.protocol import LONE_SURROGATE
 from z4j_agent.redaction import RedactionLimits, redact, redact_text, redacted_json_flags
 
 TASK_KINDS = frozenset(
@@ -81,7 +82,12 @@ def redact_event_data(data: Mapping[str, Any], extra_keys: Iterable[str] = ()) -
         out["traceback"] = (
             None if traceback is None else redact_text(str(traceback), extra, MAX_TRACEBACK)
         )
-    if len(json.dumps(out, ensure_ascii=False)) > MAX_EVENT_BYTES:
+    text = json.dumps(out, ensure_ascii=False)
+    if not text.isascii() and LONE_SURROGATE.search(text):
+        # A lone surrogate has no UTF-8 form, so no frame holding one could be signed.
+        text = LONE_SURROGATE.sub("\ufffd", text)
+        out = json.loads(text)
+    if len(text) > MAX_EVENT_BYTES:
         for name in BULKY_FIELDS:
             if out.get(name) is not None:
                 out[name] = "[truncated: event too large]"
@@ -136,7 +142,7 @@ def make_event(
         "id": new_event_id(),
         "engine": engine,
         "kind": kind,
-        "task_id": None if task_id is None else str(task_id),
+        "task_id": None if task_id is None else LONE_SURROGATE.sub("\ufffd", str(task_id)),
         "occurred_at": utc_iso(occurred_at),
         "data": redact_event_data(full, redact_keys),
     }

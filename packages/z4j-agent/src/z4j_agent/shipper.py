@@ -159,8 +159,18 @@ class Shipper:
             self._pending = None
         self.buffer.ack(ids)
         self.last_flush_at = utc_iso()
-        if ack.get("rejected"):
-            log.warning("the brain rejected %s of %d events", ack.get("rejected"), len(ids))
+        refused = ack.get("refused")
+        listed: list[Any] = refused[:5] if isinstance(refused, list) else []
+        reasons = [str(r.get("reason"))[:200] for r in listed if isinstance(r, dict)]
+        if ack.get("refused_frame"):
+            reasons = [str(ack["refused_frame"])[:200]]
+        if ack.get("rejected") or reasons:
+            log.warning(
+                "the brain refused %s of %d events: %s",
+                ack.get("rejected") or len(ids),
+                len(ids),
+                "; ".join(reasons) or "no reason given",
+            )
 
     async def _receive_loop(self, session: Session) -> None:
         while True:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
+import re
 import secrets
 import time
 from collections import OrderedDict
@@ -31,6 +33,8 @@ MAX_BATCH_EVENTS = 5000
 MAX_FRAME_BYTES = 1024 * 1024
 MAX_ID_LENGTH = 64
 MAX_NONCE_LENGTH = 32
+# A string from ``json.loads`` holds surrogates only where a ``\\u`` escape left one unpaired.
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 SIGNED_TYPES = frozenset(
     {
@@ -183,6 +187,13 @@ class FrameSigner:
         return head + payload + tail
 
 
+def _canonical_replacing_surrogates(value: Any) -> bytes:
+    text = json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return LONE_SURROGATE.sub("\ufffd", text).encode("utf-8")
+
+
 class FrameVerifier:
     """Checks inbound signed frames: shape, signature, clock skew, nonce reuse, sequence.
 
@@ -242,7 +253,12 @@ class FrameVerifier:
             except (TypeError, ValueError):
                 pass
         try:
-            expected = self.session.mac(frame, encode=canonical_json_parsed)
+            try:
+                expected = self.session.mac(frame, encode=canonical_json_parsed)
+            except UnicodeEncodeError:
+                # A lone surrogate has no UTF-8 form: a signer encodes it as U+FFFD, as the
+                # encoders of JavaScript and Go do, and so is the text checked here.
+                expected = self.session.mac(frame, encode=_canonical_replacing_surrogates)
         except (TypeError, ValueError) as exc:
             raise FrameError(f"frame is not canonical JSON: {exc}", CLOSE_BAD_HELLO) from exc
         return hmac.compare_digest(expected, mac)

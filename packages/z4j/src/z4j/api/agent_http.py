@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from z4j_agent.protocol import (
 
 from z4j.api.agent_session import AgentSession, authenticate, bearer_token
 from z4j.brain import Brain
+from z4j.ingest.frames import FrameRefused, parse_frame
 
 IDLE_SECONDS = 600
 _STATUS = {
@@ -82,14 +82,12 @@ def _problem(exc: FrameError) -> Response:
     )
 
 
-async def _frame(request: Request) -> Any:
+async def _frame(request: Request) -> tuple[Any, bool]:
+    """The posted frame, parsed with bounds, and whether it may hold unstorable values."""
     body = await request.body()
     if len(body) > MAX_FRAME_BYTES:
         raise FrameError("frame larger than the maximum frame size", CLOSE_BAD_HELLO)
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise FrameError("frame is not JSON", CLOSE_BAD_HELLO) from exc
+    return parse_frame(body)
 
 
 async def _session(request: Request) -> HttpSession:
@@ -113,7 +111,10 @@ async def hello(request: Request) -> Response:
     try:
         agent = await authenticate(brain, request.headers.get("authorization"))
         session = AgentSession(brain, agent)
-        ack = await session.hello(await _frame(request))
+        frame, _ = await _frame(request)
+        ack = await session.hello(frame)
+    except FrameRefused as exc:
+        return _problem(FrameError(exc.reason, CLOSE_BAD_HELLO))
     except FrameError as exc:
         return _problem(exc)
     token = bearer_token(request.headers.get("authorization")) or ""
@@ -130,9 +131,11 @@ async def hello(request: Request) -> Response:
 async def events(request: Request) -> Response:
     try:
         entry = await _session(request)
-        frame = await _frame(request)
         async with entry.lock:  # one frame at a time keeps the sequence checks meaningful
-            reply = await entry.session.handle(frame)
+            try:
+                reply = await entry.session.handle(*await _frame(request))
+            except FrameRefused as exc:
+                reply = entry.session.refused_frame(exc)
     except LookupError:
         return Response(status_code=404)
     except FrameError as exc:

@@ -7,6 +7,7 @@ clock skew, nonce memory, sequence, session binding) before acting on it.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -28,10 +29,12 @@ from z4j_agent.protocol import (
 )
 
 from z4j import __version__
-from z4j.brain import AGENT_TOKEN, Brain, signal_change
-from z4j.ingest.fold import fold_batch
+from z4j.brain import AGENT_TOKEN, Brain
+from z4j.ingest.batch import MAX_REFUSALS_LISTED, ingest_batch
+from z4j.ingest.frames import FrameRefused
 from z4j.store import agents as agent_store
-from z4j.store.ingest import write_folded
+
+log = logging.getLogger("z4j.agent")
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -104,13 +107,16 @@ class AgentSession:
             },
         }
 
-    async def handle(self, frame: Any) -> dict[str, Any] | None:
-        """Verify and act on one signed frame; return the reply frame, if any."""
+    async def handle(self, frame: Any, suspect: bool = True) -> dict[str, Any] | None:
+        """Verify and act on one signed frame; return the reply frame, if any.
+
+        ``suspect`` is the parse's verdict that the frame may hold values PostgreSQL cannot
+        store (``z4j.ingest.frames.parse_frame``); without one, it is assumed."""
         frame = self.verifier.verify(frame)
         kind = frame["type"]
         payload = frame["payload"]
         if kind == "event_batch":
-            return await self._event_batch(frame["id"], payload)
+            return await self._event_batch(frame["id"], payload, suspect)
         if kind == "heartbeat":
             async with self.brain.project_tx(self.project_id) as conn:
                 await agent_store.touch(conn, self.agent_id, datetime.now(UTC))
@@ -119,27 +125,62 @@ class AgentSession:
         # refresh liveness; commands are not issued by this brain yet.
         return None
 
-    async def _event_batch(self, frame_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def _event_batch(
+        self, frame_id: str, payload: dict[str, Any], suspect: bool
+    ) -> dict[str, Any]:
         events = payload.get("events")
         if not isinstance(events, list) or len(events) > MAX_BATCH_EVENTS:
             raise FrameError(
                 f"event_batch needs an events list of <= {MAX_BATCH_EVENTS}", CLOSE_BAD_HELLO
             )
-        folded = fold_batch(self.project_id, events)
-        now = datetime.now(UTC)
-        # One round trip for the writes (pipelined), one for the commit; the change signal
-        # goes out with the commit, so a dashboard never wakes up before the rows are visible.
-        async with self.brain.project_tx(self.project_id) as conn, conn.pipeline():
-            await write_folded(conn, self.project_id, self.agent_id, folded)
-            await agent_store.touch(conn, self.agent_id, now)
-            await signal_change(conn)
+        outcome = await ingest_batch(
+            self.brain, self.project_id, self.agent_id, events, suspect=suspect
+        )
+        ack: dict[str, Any] = {
+            "acked_id": frame_id,
+            "received": outcome.received,
+            "accepted": outcome.accepted,
+            "rejected": len(outcome.refused),
+        }
+        if outcome.refused:
+            ack["refused"] = [
+                {"index": r.index, "id": r.event_id, "reason": r.reason}
+                for r in outcome.refused[:MAX_REFUSALS_LISTED]
+            ]
+        if outcome.repaired:
+            ack["repaired"] = outcome.repaired
+        return self.signer.sign("event_batch_ack", ack)
+
+    def refused_frame(self, refused: FrameRefused) -> dict[str, Any]:
+        """The answer to a frame that could not be parsed, so the agent never sends it again.
+
+        An ``event_batch`` whose id can be read is acked with all of it refused (the agent
+        deletes it from its buffer); anything else gets an ``error`` frame naming it."""
+        log.warning(
+            "agent %s: frame %s (%s) refused: %s",
+            self.agent_id,
+            refused.frame_id,
+            refused.frame_type,
+            refused.reason,
+        )
+        if refused.frame_type == "event_batch" and refused.frame_id is not None:
+            return self.signer.sign(
+                "event_batch_ack",
+                {
+                    "acked_id": refused.frame_id,
+                    "received": 0,
+                    "accepted": 0,
+                    "rejected": 0,
+                    "refused_frame": refused.reason,
+                },
+            )
         return self.signer.sign(
-            "event_batch_ack",
+            "error",
             {
-                "acked_id": frame_id,
-                "received": len(events),
-                "accepted": folded.accepted,
-                "rejected": folded.rejected,
+                "code": "frame_refused",
+                "message": refused.reason,
+                "fatal": False,
+                "frame_id": refused.frame_id,
             },
         )
 

@@ -8,10 +8,11 @@ import logging
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
-from z4j_agent.protocol import CLOSE_BAD_HELLO, CLOSE_REPLACED, MAX_FRAME_BYTES, FrameError
+from z4j_agent.protocol import CLOSE_BAD_HELLO, CLOSE_REPLACED, FrameError
 
 from z4j.api.agent_session import AgentSession, authenticate
 from z4j.brain import Brain
+from z4j.ingest.frames import FrameRefused, parse_frame
 
 log = logging.getLogger("z4j.agent_ws")
 
@@ -25,17 +26,15 @@ class _Live:
             await self.ws.close(code=code, reason=reason)
 
 
-async def _receive(ws: WebSocket) -> Any:
+async def _receive(ws: WebSocket) -> tuple[Any, bool]:
+    """The next frame, parsed with bounds, and whether it may hold unstorable values."""
     message = await ws.receive()
     if message["type"] == "websocket.disconnect":
         raise WebSocketDisconnect(message.get("code", 1000))
     raw = message.get("text") if message.get("text") is not None else message.get("bytes")
-    if raw is None or len(raw) > MAX_FRAME_BYTES:
-        raise FrameError("frame missing or larger than the maximum frame size", CLOSE_BAD_HELLO)
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise FrameError("frame is not JSON", CLOSE_BAD_HELLO) from exc
+    if raw is None:
+        raise FrameError("frame missing", CLOSE_BAD_HELLO)
+    return parse_frame(raw)
 
 
 async def agent_websocket(ws: WebSocket) -> None:
@@ -46,14 +45,21 @@ async def agent_websocket(ws: WebSocket) -> None:
     try:
         agent = await authenticate(brain, ws.headers.get("authorization"))
         session = AgentSession(brain, agent)
-        await ws.send_text(json.dumps(await session.hello(await _receive(ws))))
+        try:
+            hello, _ = await _receive(ws)
+        except FrameRefused as exc:
+            raise FrameError(exc.reason, CLOSE_BAD_HELLO) from None
+        await ws.send_text(json.dumps(await session.hello(hello)))
         key = (session.agent_id, session.worker_id)
         previous = brain.live.get(key)
         brain.live[key] = _Live(ws)
         if previous is not None:
             await previous.close(CLOSE_REPLACED, "replaced by a newer connection")
         while True:
-            reply = await session.handle(await _receive(ws))
+            try:
+                reply = await session.handle(*await _receive(ws))
+            except FrameRefused as exc:
+                reply = session.refused_frame(exc)
             if reply is not None:
                 await ws.send_text(json.dumps(reply))
     except FrameError as exc:

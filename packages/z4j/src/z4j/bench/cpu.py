@@ -2,7 +2,8 @@
 
 Wall-clock throughput on a shared machine says little about the cost of a code path, so the
 benchmarks also report CPU seconds per unit of work for each side: the client (this process),
-the server's process group and the PostgreSQL backends serving the benchmark's database.
+the server's process with all its descendants and the PostgreSQL backends serving the
+benchmark's database.
 Elsewhere than Linux the figures are absent rather than wrong.
 """
 
@@ -41,15 +42,21 @@ def used_between(before: dict[int, float], after: dict[int, float]) -> float:
     return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
 
 
-def group_members(pgid: int) -> list[int]:
-    """The live processes of process group ``pgid``."""
-    members = []
+def descendants(pid: int) -> list[int]:
+    """``pid`` and every live process below it, whatever session or group a child moved to
+    (the HTTP server runs in a session of its own)."""
+    parents: dict[int, list[int]] = {}
     for entry in _PROC.iterdir() if _PROC.is_dir() else ():
         if entry.name.isdigit():
             fields = _stat_fields(int(entry.name))
-            if fields is not None and int(fields[2]) == pgid:
-                members.append(int(entry.name))
-    return members
+            if fields is not None:
+                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(parents.get(current, ()))
+    return found
 
 
 def available() -> bool:

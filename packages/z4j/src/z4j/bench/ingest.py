@@ -107,7 +107,7 @@ async def _cpu_seconds(server: BrainProcess) -> dict[str, dict[int, float]]:
         backends = [row[0] for row in await cur.fetchall()]
     return {
         "client": cpu.client_seconds(),
-        "server": cpu.process_seconds(cpu.group_members(server.proc.pid)),
+        "server": cpu.process_seconds(cpu.descendants(server.proc.pid)),
         "postgres": cpu.process_seconds(backends),
     }
 

@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from platformkit.storable import INT4_MAX, INT4_MIN
 from z4j_agent.events import redact_received_events_data
 from z4j_agent.protocol import parse_ts
 
+from z4j.domain.storable_events import Refusal, event_id_of
 from z4j.domain.taskstate import UNKNOWN_ATTEMPT, Claim, TaskState, finished_at, winner
 from z4j.domain.wire_events import IGNORED_PREFIXES, WORKER_KINDS, Mapping, map_task_event
 
+_FLOAT_INT_BOUND = 2**1023  # integers past it have no double precision form
 _MAX_TEXT = {"name": 500, "queue": 200, "group_id": 200, "worker": 200, "engine_task_id": 200}
 
 
@@ -83,6 +86,11 @@ class Folded:
     count_retries: set[str] = field(default_factory=set)
     accepted: int = 0
     rejected: int = 0
+    refused: list[Refusal] = field(default_factory=list)
+
+    def reject(self, index: int, raw: Any, reason: str) -> None:
+        self.rejected += 1
+        self.refused.append(Refusal(index, event_id_of(raw), reason))
 
 
 def _text(data: dict[str, Any], key: str, limit_key: str | None = None) -> str | None:
@@ -159,11 +167,23 @@ def _unwrap_repr(exc_type: str, message: str) -> str:
     return message
 
 
+def _typed_fields_problem(data: dict[str, Any]) -> str | None:
+    """Why a field bound for a typed column (``integer``, ``double precision``) cannot be
+    stored there, or None."""
+    retry_count = data.get("retry_count")
+    if type(retry_count) is int and not INT4_MIN <= retry_count <= INT4_MAX:
+        return "data.retry_count: integer out of range"
+    runtime = data.get("runtime_ms")
+    if type(runtime) is int and not -_FLOAT_INT_BOUND < runtime < _FLOAT_INT_BOUND:
+        return "data.runtime_ms: number out of range"
+    return None
+
+
 def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
     """Validate, redact and fold wire events; malformed ones are counted as rejected."""
     out = Folded()
     valid: list[tuple[Mapping, datetime, str, str, dict[str, Any], Any]] = []
-    for raw in events:
+    for index, raw in enumerate(events):
         try:
             kind = raw["kind"]
             at = parse_ts(raw["occurred_at"])
@@ -171,7 +191,11 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             if not isinstance(kind, str) or not isinstance(data, dict):
                 raise TypeError("kind must be a string and data an object")
         except (KeyError, TypeError, ValueError, AttributeError):
-            out.rejected += 1
+            out.reject(index, raw, "malformed: an event needs kind, occurred_at and object data")
+            continue
+        reason = _typed_fields_problem(data)
+        if reason is not None:
+            out.reject(index, raw, reason)
             continue
         if kind in WORKER_KINDS:
             out.worker_seen = _later(out.worker_seen, at)
@@ -190,7 +214,7 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
             if kind.startswith(IGNORED_PREFIXES):
                 out.accepted += 1
             else:
-                out.rejected += 1
+                out.reject(index, raw, f"unknown kind {kind[:40]!r} or no task_id and id")
             continue
         valid.append((mapping, at, engine_task_id[:200], event_id[:200], data, raw))
     redacted = redact_received_events_data([v[4] for v in valid])
