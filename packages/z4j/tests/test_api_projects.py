@@ -50,15 +50,19 @@ async def test_users_see_only_their_projects_and_admins_see_all(seed: Seed) -> N
         assert (await http.get(f"/api/v1/projects/{mine}")).status_code == 200
 
 
-async def test_members_are_added_within_the_granters_role(seed: Seed) -> None:
+async def test_brain_admins_add_existing_accounts_and_managers_invite(seed: Seed) -> None:
     owner = await seed.user("own@example.com")
     project = await seed.project(owner)
-    manager = await seed.user("adm@example.com")
-    await seed.member(project, manager, "admin")
+    await seed.member(project, await seed.user("adm@example.com"), "admin")
+    await seed.user("root@example.com", is_admin=True)
     await seed.user("new@example.com")
     await seed.user("other@example.com")
+    url = f"/api/v1/projects/{project}/members"
     async with seed.signed_in("adm@example.com") as http:
-        url = f"/api/v1/projects/{project}/members"
+        direct = await http.post(url, json={"email": "new@example.com", "role": "viewer"})
+        assert direct.status_code == 403
+        assert "invite" in direct.json()["detail"]
+    async with seed.signed_in("root@example.com") as http:
         owner_grant = await http.post(url, json={"email": "new@example.com", "role": "owner"})
         assert owner_grant.status_code == 403
         added = await http.post(url, json={"email": "NEW@example.com", "role": "operator"})
@@ -109,9 +113,10 @@ ROUTES = [
     ("GET", "/api/v1/projects/{p}/agents", None, "viewer"),
     ("GET", "/api/v1/projects/{p}/tasks", None, "viewer"),
     ("POST", "/api/v1/projects/{p}/agents", {"name": "n-{role}"}, "admin"),
+    ("GET", "/api/v1/projects/{p}/invitations", None, "admin"),
     (
         "POST",
-        "/api/v1/projects/{p}/members",
+        "/api/v1/projects/{p}/invitations",
         {"email": "x-{role}@example.com", "role": "viewer"},
         "admin",
     ),

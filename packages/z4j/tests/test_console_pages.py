@@ -5,13 +5,18 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from z4j.actions import members
+from z4j.actions.context import User
+from z4j.brain import Brain
 from z4j.console.render import duration, reltime
 
 from .conftest import PASSWORD, Seed
+from .test_api_members import outbox_tokens
 
 
 def token(html: str) -> str:
@@ -220,10 +225,11 @@ async def test_members_and_projects_forms(seed: Seed) -> None:
                 "csrf_token": token(listing.text),
             },
         )
-        assert added.status_code == 303
-        members = await http.get(f"{project_url}/members")
-        assert "ada@example.com" in members.text
-        assert "operator" in members.text
+        assert added.status_code == 200
+        assert "ada@example.com is now operator." in added.text
+        listed = await http.get(f"{project_url}/members")
+        assert "ada@example.com" in listed.text
+        assert "operator" in listed.text
         nobody = await http.post(
             f"{project_url}/members",
             data={"email": "x@example.com", "role": "viewer", "csrf_token": token(listing.text)},
@@ -255,3 +261,59 @@ def test_durations() -> None:
         "1.52 s",
         "2 min 5 s",
     ]
+
+
+async def test_inviting_changing_and_removing_through_the_members_page(
+    seed: Seed, brain: Brain, client: httpx.AsyncClient
+) -> None:
+    owner = await seed.user("own@example.com")
+    project = await seed.project(owner, "shop")
+    await seed.member(project, await seed.user("op@example.com"), "operator")
+    page_url = f"/projects/{project}/members"
+    async with seed.signed_in("own@example.com") as http:
+        page = await http.get(page_url)
+        assert "Invite by email" in page.text
+        assert "Add a member" not in page.text  # owners invite; direct adds are for brain admins
+        sent = await http.post(
+            f"/projects/{project}/invitations",
+            data={"email": "new@example.com", "role": "viewer", "csrf_token": token(page.text)},
+        )
+        assert sent.status_code == 200
+        assert "Invitation sent to new@example.com" in sent.text
+        assert "Pending invitations" in sent.text
+        op_id = next(
+            m["user_id"]
+            for m in await members_of(seed, owner, project)
+            if m["email"] == "op@example.com"
+        )
+        changed = await http.post(
+            f"/projects/{project}/members/{op_id}/role",
+            data={"role": "admin", "csrf_token": token(page.text)},
+        )
+        assert "op@example.com is now admin." in changed.text
+        last = await http.post(
+            f"/projects/{project}/members/{owner.id}/remove", data={"csrf_token": token(page.text)}
+        )
+        assert last.status_code == 409
+        assert "last owner" in last.text
+    [invite_token] = outbox_tokens(brain.settings)
+    invite_page = await client.get(f"/invite/{invite_token}")
+    assert "Join shop" in invite_page.text
+    assert "Create my account and join" in invite_page.text
+    joined = await client.post(
+        f"/invite/{invite_token}",
+        data={
+            "password": "a fresh and long passphrase",
+            "password_again": "a fresh and long passphrase",
+            "csrf_token": token(invite_page.text),
+        },
+    )
+    assert joined.status_code == 303
+    assert joined.headers["location"] == f"/projects/{project}"
+    assert "new@example.com" in (await client.get(page_url)).text
+    used = await client.get(f"/invite/{invite_token}")
+    assert used.status_code == 404
+
+
+async def members_of(seed: Seed, actor: User, project: uuid.UUID) -> list[dict[str, Any]]:
+    return await members.list_members(seed.ctx(actor), project)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from platformkit.db.scope import Conn, Pool, platform_transaction, tenant_transaction
+from platformkit.mail import Mailer, mailer_for
 from platformkit.tokens import HmacTokenHasher, TokenFormat
 
 from z4j.db import SCOPE
@@ -18,6 +19,7 @@ from z4j.settings import Settings
 
 CHANGES_CHANNEL = "z4j_changes"
 AGENT_TOKEN = TokenFormat.encoded("z4ja_", nbytes=32, encoding="urlsafe")
+INVITATION_TOKEN = TokenFormat.encoded("z4ji_", nbytes=32, encoding="urlsafe")
 
 
 class LiveSession(Protocol):
@@ -38,6 +40,19 @@ class Brain:
     @property
     def token_hasher(self) -> HmacTokenHasher:
         return HmacTokenHasher(self.secrets.token_key)
+
+    @property
+    def mailer(self) -> Mailer:
+        s = self.settings
+        return mailer_for(
+            outbox=s.outbox_dir or s.config_dir / "outbox",
+            sender=s.mail_from,
+            smtp_host=s.smtp_host,
+            smtp_port=s.smtp_port,
+            security=s.smtp_security,
+            username=s.smtp_username,
+            password=s.smtp_password.get_secret_value() if s.smtp_password else None,
+        )
 
     @asynccontextmanager
     async def project_tx(self, project_id: uuid.UUID) -> AsyncIterator[Conn]:

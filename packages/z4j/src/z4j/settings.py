@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import platformdirs
+from platformkit.mail import SmtpSecurity
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -34,6 +35,19 @@ class Settings(BaseSettings):
     )
     session_days: int = Field(14, description="Sliding lifetime of a dashboard session.")
     secure_cookies: bool = Field(False, description="Mark session cookies Secure (behind TLS).")
+    mail_from: str = Field("z4j@localhost", description="Sender of invitation and reset mails.")
+    smtp_host: str | None = Field(
+        None, description="SMTP server for mails; unset writes them into the outbox folder."
+    )
+    smtp_port: int | None = Field(None, description="Its port (default by smtp_security).")
+    smtp_security: SmtpSecurity = Field(
+        SmtpSecurity.STARTTLS, description="none, starttls (port 587) or tls (port 465)."
+    )
+    smtp_username: str | None = Field(None, description="SMTP login, when the server wants one.")
+    smtp_password: SecretStr | None = Field(None, description="SMTP password.")
+    outbox_dir: Path | None = Field(
+        None, description="Where mails go without SMTP (default: <config_dir>/outbox)."
+    )
 
     @property
     def base_url(self) -> str:

@@ -7,17 +7,22 @@ The tree (codes in brackets)::
     +-- InvalidCredentials        [auth.invalid_credentials]  401 wrong email or password
     +-- CsrfRejected              [auth.csrf]                 403 missing/foreign origin or token
     +-- PermissionDenied          [permission.denied]         403 visible, but not for this role
+    |   +-- InvitationForAnother  [invitation.other_user]     signed in as someone else
+    +-- MailFailed                [mail.failed]               502 the mail server refused
     +-- NotFound                                              404 (one subclass per noun)
     |   +-- ProjectNotFound       [project.not_found]
     |   +-- AgentNotFound         [agent.not_found]
     |   +-- TaskNotFound          [task.not_found]
     |   +-- UserNotFound          [user.not_found]
+    |   +-- MemberNotFound        [member.not_found]
+    |   +-- InvitationNotFound    [invitation.not_found]      unknown, used, expired or revoked
     |   +-- SetupUnavailable      [setup.unavailable]         no setup token, or setup is done
     +-- Conflict                                              409
     |   +-- AgentNameTaken        [agent.name_taken]
     |   +-- ProjectNameTaken      [project.name_taken]
     |   +-- UserEmailTaken        [user.email_taken]
     |   +-- AlreadyMember         [member.exists]
+    |   +-- LastOwner             [member.last_owner]         a project keeps one owner
     +-- InvalidInput              [validation_failed]         422 (field names the culprit)
         +-- InvalidCursor         [task.cursor_invalid]
         +-- SearchTooBroad        [task.search_too_broad]
@@ -52,6 +57,14 @@ class PermissionDenied(Z4jError):
     code, status, title = "permission.denied", 403, "Your role does not allow this"
 
 
+class InvitationForAnother(PermissionDenied):
+    code, title = "invitation.other_user", "This invitation is for another email address"
+
+
+class MailFailed(Z4jError):
+    code, status, title = "mail.failed", 502, "The mail could not be sent"
+
+
 class NotFound(Z4jError):
     code, status, title = "not_found", 404, "Not found"
 
@@ -70,6 +83,14 @@ class TaskNotFound(NotFound):
 
 class UserNotFound(NotFound):
     code, title = "user.not_found", "User not found"
+
+
+class MemberNotFound(NotFound):
+    code, title = "member.not_found", "Not a member of this project"
+
+
+class InvitationNotFound(NotFound):
+    code, title = "invitation.not_found", "This invitation is not valid any more"
 
 
 class SetupUnavailable(NotFound):
@@ -94,6 +115,10 @@ class UserEmailTaken(Conflict):
 
 class AlreadyMember(Conflict):
     code, title = "member.exists", "This user is already a member of the project"
+
+
+class LastOwner(Conflict):
+    code, title = "member.last_owner", "A project keeps at least one owner"
 
 
 class InvalidInput(Z4jError):

@@ -40,11 +40,17 @@ async def hash_in_thread(password: str) -> str:
     return await asyncio.to_thread(hash_password, password, _policy)
 
 
-def check_credentials_shape(email: str, password: str) -> str:
+def check_email(email: str) -> str:
     """Return the normalized email, or raise InvalidInput naming the field."""
     normalized = user_store.normalize_email(email)
     if len(normalized) > 320 or not _EMAIL.fullmatch(normalized):
         raise InvalidInput("Enter a valid email address.", field="email")
+    return normalized
+
+
+def check_credentials_shape(email: str, password: str) -> str:
+    """Return the normalized email, or raise InvalidInput naming the field."""
+    normalized = check_email(email)
     if len(password) < MIN_PASSWORD:
         raise InvalidInput(f"Passwords need at least {MIN_PASSWORD} characters.", field="password")
     return normalized

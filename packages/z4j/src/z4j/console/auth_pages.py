@@ -23,7 +23,7 @@ from z4j.console.render import render, safe_next
 router = APIRouter(include_in_schema=False)
 
 
-def _form_page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
+def form_page(request: Request, template: str, status: int = 200, **context: Any) -> Response:
     token = anonymous_token(request)
     response = render(request, template, status=status, form_csrf=token, **context)
     remember_anonymous_token(response, request, token)
@@ -45,7 +45,7 @@ async def home(request: Request) -> Response:
 async def login_page(request: Request, next: str = "/projects") -> Response:
     if session_of(request) is not None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return _form_page(request, "login.html", next=safe_next(next), email="")
+    return form_page(request, "login.html", next=safe_next(next), email="")
 
 
 @router.post("/login")
@@ -55,7 +55,7 @@ async def login_submit(request: Request) -> Response:
     try:
         signed = await sessions.login(brain_of(request), email, field(form, "password"))
     except InvalidCredentials as exc:
-        return _form_page(
+        return form_page(
             request, "login.html", status=401, next=target, email=email, error=exc.title
         )
     return _signed_in(request, signed, target)
@@ -79,7 +79,7 @@ async def _setup_open(request: Request, token: str) -> None:
 @router.get("/setup")
 async def setup_page(request: Request, token: str = "") -> Response:
     await _setup_open(request, token)
-    return _form_page(request, "setup.html", token=token, email="")
+    return form_page(request, "setup.html", token=token, email="")
 
 
 @router.post("/setup")
@@ -92,7 +92,7 @@ async def setup_submit(request: Request) -> Response:
             raise InvalidInput("The two passwords differ.", field="password_again")
         await users.complete_setup(brain, token, email, password)
     except InvalidInput as exc:
-        return _form_page(
+        return form_page(
             request, "setup.html", status=422, token=token, email=email, error=exc.detail
         )
     signed = await sessions.login(brain, email, password)

@@ -1,4 +1,4 @@
-"""Project pages: the list (and creating one), the overview, and members."""
+"""Project pages: the list (and creating one) and the overview."""
 
 from __future__ import annotations
 
@@ -8,13 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
-from z4j.actions import members, projects
-from z4j.actions.access import access_project
-from z4j.actions.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from z4j.actions import projects
+from z4j.actions.errors import Conflict, InvalidInput
 from z4j.api.v1.deps import require_ctx
 from z4j.console.forms import field, signed_in_form
 from z4j.console.render import render, render_fragment, wants_fragment
-from z4j.domain.roles import Role
 
 router = APIRouter(include_in_schema=False)
 
@@ -56,42 +54,3 @@ async def overview(request: Request, project_id: uuid.UUID) -> Response:
     return render(
         request, "overview.html", stream_url=stream_url(project_id), section="overview", **context
     )
-
-
-@router.get("/projects/{project_id}/members")
-async def member_list(request: Request, project_id: uuid.UUID) -> Response:
-    ctx = require_ctx(request)
-    access = await access_project(ctx, project_id)
-    return render(
-        request,
-        "members.html",
-        project=access.project,
-        access=access,
-        section="members",
-        roles=[r.value for r in Role],
-        members=await members.list_members(ctx, project_id),
-    )
-
-
-@router.post("/projects/{project_id}/members")
-async def member_add(request: Request, project_id: uuid.UUID) -> Response:
-    ctx, form = await signed_in_form(request)
-    try:
-        await members.add_member(ctx, project_id, field(form, "email"), field(form, "role"))
-    except (InvalidInput, Conflict, PermissionDenied, NotFound) as exc:
-        if exc.code == "project.not_found":
-            raise
-        access = await access_project(ctx, project_id)
-        return render(
-            request,
-            "members.html",
-            status=exc.status,
-            project=access.project,
-            access=access,
-            section="members",
-            roles=[r.value for r in Role],
-            members=await members.list_members(ctx, project_id),
-            error=exc.detail or exc.title,
-            email=field(form, "email"),
-        )
-    return RedirectResponse(f"/projects/{project_id}/members", status_code=303)

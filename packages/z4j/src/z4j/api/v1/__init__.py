@@ -6,10 +6,10 @@ their own channel at /ws/agent and never call this API.
 
 from fastapi import APIRouter
 
-from z4j.api.v1 import agents, auth, projects, stream, tasks
+from z4j.api.v1 import agents, auth, members, projects, stream, tasks
 
 router = APIRouter(prefix="/api/v1")
-for module in (auth, projects, agents, tasks, stream):
+for module in (auth, projects, members, agents, tasks, stream):
     router.include_router(module.router)
 
 __all__ = ["router"]

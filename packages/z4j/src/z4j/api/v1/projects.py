@@ -1,4 +1,4 @@
-"""Projects, their members, and user accounts (brain administrators)."""
+"""Projects and user accounts (brain administrators); members are in ``members``."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ import uuid
 
 from fastapi import APIRouter, status
 
-from z4j.actions import members, projects, users
+from z4j.actions import projects, users
 from z4j.api.v1.deps import CtxDep
 from z4j.api.v1.schemas import (
-    MemberIn,
-    MemberOut,
     ProjectDetail,
     ProjectIn,
     ProjectOut,
@@ -47,21 +45,6 @@ async def get_project(project_id: uuid.UUID, ctx: CtxDep) -> ProjectDetail:
             "agents_total": len(overview.agents),
         }
     )
-
-
-@router.get("/projects/{project_id}/members", summary="Members and their roles")
-async def list_members(project_id: uuid.UUID, ctx: CtxDep) -> list[MemberOut]:
-    return [MemberOut.model_validate(m) for m in await members.list_members(ctx, project_id)]
-
-
-@router.post(
-    "/projects/{project_id}/members",
-    status_code=status.HTTP_201_CREATED,
-    summary="Give an existing user a role in the project (admins and owners)",
-)
-async def add_member(project_id: uuid.UUID, body: MemberIn, ctx: CtxDep) -> MemberOut:
-    row = await members.add_member(ctx, project_id, body.email, body.role.value)
-    return MemberOut.model_validate(row)
 
 
 @router.post(

@@ -65,6 +65,38 @@ class MemberOut(_Out):
     created_at: datetime
 
 
+class MemberRoleIn(BaseModel):
+    role: Role
+
+
+class InvitationIn(BaseModel):
+    email: str = Field(max_length=320)
+    role: Role
+
+
+class InvitationOut(_Out):
+    id: uuid.UUID
+    email: str
+    role: Role
+    expires_at: datetime
+    created_at: datetime
+
+
+class AcceptIn(BaseModel):
+    token: str = Field(max_length=200, description="The token of the invitation link.")
+    password: str | None = Field(
+        None,
+        max_length=1024,
+        description="Only without a session: the password of the account created for the "
+        "invited email (which must not have one yet).",
+    )
+    display_name: str | None = Field(None, max_length=200)
+
+
+class AcceptOut(BaseModel):
+    project_id: uuid.UUID
+
+
 class AgentIn(BaseModel):
     name: str = Field(min_length=1, max_length=200)
 
