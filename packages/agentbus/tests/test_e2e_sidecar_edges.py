@@ -16,6 +16,7 @@ import contextlib
 import json
 import shutil
 import sqlite3
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -153,8 +154,11 @@ async def test_a_message_that_expires_before_its_recipient_returns_is_never_pres
     pair: World,
 ) -> None:
     stack, alice, bob = pair.stack, pair.alice, pair.bob
-    short = await alice.cli("send", bob.address, "soon stale", "--expires-in", "1")
-    await asyncio.sleep(1.5)
+    # Five seconds leave a loaded machine time to start the CLI and reach the gateway before
+    # the message expires (it must be accepted first); then wait past the expiry.
+    sent_at = time.monotonic()
+    short = await alice.cli("send", bob.address, "soon stale", "--expires-in", "5")
+    await asyncio.sleep(max(0.0, sent_at + 5.5 - time.monotonic()))
     lasting = await alice.cli("send", bob.address, "still fresh")
 
     await bob.start()
