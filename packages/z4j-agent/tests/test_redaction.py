@@ -231,9 +231,10 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_matching_is_linear_on_adversarial_input(name: str) -> None:
-    # A backtracking blow-up on 200 kB takes minutes; linear matching takes milliseconds.
+    # A backtracking blow-up on 200 kB takes minutes of CPU; linear matching takes
+    # milliseconds. CPU time, not wall time, so a busy machine does not fail it.
     text = ADVERSARIAL[name]
-    started = time.perf_counter()
+    started = time.process_time()
     redact_text(text)
     redact_text(text, ["custom"])
-    assert time.perf_counter() - started < 2.0, name
+    assert time.process_time() - started < 10.0, name
