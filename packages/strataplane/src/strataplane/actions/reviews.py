@@ -35,7 +35,7 @@ from strataplane.actions.context import Ctx
 from strataplane.domain import approvals
 from strataplane.domain.spec.canonical import parse
 from strataplane.domain.spec.paths import SETTINGS_PATH, ObjectId, parse_path
-from strataplane.store import bindings, members, objects
+from strataplane.store import bindings, fleet_artifacts, members, objects
 from strataplane.store import change_sets as store
 from strataplane.store import reviews as store_reviews
 from strataplane.store.change_sets import NOW, ChangeSet
@@ -43,6 +43,10 @@ from strataplane.store.reviews import Review
 
 type Decision = Literal["approve", "reject", "comment"]
 _DECISIONS: dict[str, Decision] = {"approve": "approve", "reject": "reject", "comment": "comment"}
+
+
+class SelfApproval(errors.StrataplaneError):
+    code, status, title = "review.self_approval", 403, "The author cannot approve their change"
 
 
 class HumanOnly(errors.StrataplaneError):
@@ -91,15 +95,16 @@ async def requirements(tx: TenantTx, cs: ChangeSet, changes: Changes) -> approva
     approving = [UUID(r.reviewer) for r in latest.values() if r.decision == "approve"]
     eligible = await _eligible(tx, approving, changes.target)
     teams = await store_reviews.team_members(tx.conn, tx.tenant_id)
-    # The impact summary of the last validation; host labels of impacted agents are not
-    # joined yet, so selector conditions and @hostOwners see none.
+    # The impact of the last validation: its count, and the labels of the impacted agents'
+    # hosts, which selector conditions and @hostOwners read
     counted = cs.impact.get("agents") if isinstance(cs.impact, dict) else None
     agents = counted if isinstance(counted, int) else 0
+    hosts = await fleet_artifacts.impact_host_labels(tx.conn, tx.tenant_id, cs.id)
     return approvals.evaluate(
         policies,
         approvals.minimum_approvals(settings),
         changes.files,
-        approvals.Impact(agents),
+        approvals.Impact(agents, hosts),
         reviews,
         digest=cs.digest,
         author=str(cs.author_id),
@@ -170,6 +175,9 @@ async def review_change_set(
             require_state(cs, "in_review")
             tx.require("change_set.review", changes.target)
         require_digest(cs, seen)
+        if verdict == "approve" and cs.author_id == principal.user_id:
+            # it would never count (architecture.md §3.5): refused now, not at merge
+            raise SelfApproval("ask a reviewer who is not the author; your approval never counts")
         teams = await store_reviews.team_members(tx.conn, tx.tenant_id)
         mine = {slug for slug, users in teams.items() if principal.user_id in users}
         acting: set[str] = set()

@@ -93,3 +93,17 @@ async def impact_count(conn: Conn, tenant_id: UUID, change_set_id: UUID, agent_k
     )
     row = await cur.fetchone()
     return int(row["n"]) if row is not None else 0
+
+
+async def impact_host_labels(
+    conn: Conn, tenant_id: UUID, change_set_id: UUID
+) -> list[dict[str, str]]:
+    """The effective labels of the host of each agent in the change set's impact set."""
+    cur = await conn.execute(
+        "SELECT h.labels FROM change_set_impact i JOIN agent_instance a "
+        "ON a.tenant_id = i.tenant_id AND a.id = i.agent_instance_id "
+        "JOIN host h ON h.tenant_id = a.tenant_id AND h.id = a.host_id "
+        "WHERE i.tenant_id = %s AND i.change_set_id = %s",
+        (tenant_id, change_set_id),
+    )
+    return [dict(r["labels"]) for r in await cur.fetchall()]
