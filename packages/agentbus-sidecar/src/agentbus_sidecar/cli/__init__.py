@@ -5,6 +5,7 @@ from agentbus_sidecar.cli import (
     deadletters,
     directory,
     keys,
+    mcp_server,
     messages,
     ops,
     setup,
@@ -13,7 +14,7 @@ from agentbus_sidecar.cli import (
 from agentbus_sidecar.cli.app import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (blobs, deadletters, directory, keys, messages, ops, setup, tasks)
+_COMMANDS = (blobs, deadletters, directory, keys, mcp_server, messages, ops, setup, tasks)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import typer
 from agentbus_sidecar.cli.common import Paths
 from agentbus_sidecar.credentials import default_credentials_path
 
-__all__ = ["app", "blob_app", "keys_app", "sidecar_app", "task_app"]
+__all__ = ["app", "blob_app", "keys_app", "mcp_app", "sidecar_app", "task_app"]
 
 app = typer.Typer(
     name="agentbus",
@@ -28,6 +28,10 @@ blob_app = typer.Typer(
 )
 app.add_typer(keys_app, name="keys", rich_help_panel="Setup")
 app.add_typer(blob_app, name="blob", rich_help_panel="Messages")
+mcp_app = typer.Typer(
+    help="The agent's MCP server for coding harnesses: serve it, time it.", no_args_is_help=True
+)
+app.add_typer(mcp_app, name="mcp", rich_help_panel="Harnesses")
 
 
 @app.callback()

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentbus_sidecar.actions.tracing import trace_message
 from agentbus_sidecar.cli.app import app, sidecar_app
 from agentbus_sidecar.cli.common import EXIT_FAILED, JsonFlag, console, emit, guarded, paths, run
 from agentbus_sidecar.cli.render import trace_event_text
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.doctor import run_checks
-from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.runtime import open_runtime
-from agentbus_sidecar.store import inbox, outbox, receipts, state_db_path
+from agentbus_sidecar.store import state_db_path
 from agentbus_sidecar.sync import DELIVERIES, PUSH, hold_run_lock, sync_once
 from agentbus_sidecar.sync import run as run_loop
 
@@ -35,62 +35,7 @@ def trace(
 
     async def act() -> dict[str, Any]:
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
-            local: dict[str, Any] = {}
-            if (row := receipts.find(rt.conn, ident)) is not None:
-                local = {
-                    "receipt": row["rcp_id"],
-                    "msg_id": row["msg_id"],
-                    "stream_seq": row["stream_seq"],
-                    "to": row["to_address"],
-                    "events": receipts.events_of(row),
-                }
-            elif (row := outbox.get(rt.conn, ident)) is not None:
-                failed = row["next_attempt_at"] == outbox.PARKED
-                events = [{"event": "queued", "at": row["created_at"]}]
-                if row["last_error"]:
-                    events.append(
-                        {
-                            "event": "failed" if failed else "retrying",
-                            "at": "-",
-                            "detail": row["last_error"],
-                        }
-                    )
-                local = {
-                    "msg_id": ident,
-                    "outbox": True,
-                    "attempts": row["attempts"],
-                    "events": events,
-                }
-            elif (row := inbox.get(rt.conn, ident)) is not None:
-                local = {
-                    "msg_id": ident,
-                    "from": row["from_address"],
-                    "events": [
-                        {"event": name, "at": row[column]}
-                        for name, column in (
-                            ("received", "received_at"),
-                            ("presented", "presented_at"),
-                            ("read", "read_at"),
-                        )
-                        if row[column]
-                    ],
-                }
-            msg_id = local.get("msg_id", ident)
-            try:
-                if msg_id.startswith("rcp_"):
-                    found = await rt.session.call(rt.client.get_receipt, msg_id)
-                    msg_id = str((found.get("receipt") or found).get("msg_id"))
-                remote = await rt.session.call(rt.client.message_trace, msg_id)
-                offline = None
-            except GatewayUnreachable as exc:
-                if not local:
-                    raise
-                remote, offline = {}, str(exc)
-            except GatewayError as exc:
-                if not local:
-                    raise
-                remote, offline = {}, str(exc)
-            return {"id": ident, "local": local, "remote": remote, "offline": offline}
+            return await trace_message(rt, ident)
 
     with guarded(as_json):
         result = run(act())
