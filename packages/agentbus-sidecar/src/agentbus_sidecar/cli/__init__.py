@@ -4,6 +4,7 @@ from agentbus_sidecar.cli import (
     blobs,
     deadletters,
     directory,
+    harness,
     keys,
     mcp_server,
     messages,
@@ -14,7 +15,7 @@ from agentbus_sidecar.cli import (
 from agentbus_sidecar.cli.app import app
 
 __all__ = ["app", "main"]
-_COMMANDS = (blobs, deadletters, directory, keys, mcp_server, messages, ops, setup, tasks)
+_COMMANDS = (blobs, deadletters, directory, harness, keys, mcp_server, messages, ops, setup, tasks)
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ import typer
 from agentbus_sidecar.cli.common import Paths
 from agentbus_sidecar.credentials import default_credentials_path
 
-__all__ = ["app", "blob_app", "keys_app", "mcp_app", "sidecar_app", "task_app"]
+__all__ = ["app", "blob_app", "hook_app", "keys_app", "mcp_app", "sidecar_app", "task_app"]
 
 app = typer.Typer(
     name="agentbus",
@@ -32,6 +32,8 @@ mcp_app = typer.Typer(
     help="The agent's MCP server for coding harnesses: serve it, time it.", no_args_is_help=True
 )
 app.add_typer(mcp_app, name="mcp", rich_help_panel="Harnesses")
+hook_app = typer.Typer(help="Run by a harness as its hook; not by hand.", no_args_is_help=True)
+app.add_typer(hook_app, name="hook", rich_help_panel="Harnesses")
 
 
 @app.callback()
