@@ -182,6 +182,20 @@ def test_inbox_read_ack_and_reply_work_offline(agent: Any, make_delivery: Delive
     assert states[f"ack:{first['msg_id']}:application"] == "ack"
 
 
+def test_a_senders_control_characters_are_shown_escaped(
+    agent: Any, make_delivery: DeliveryFactory
+) -> None:
+    hostile = "\x1b[2J\x1b]0;pwned\x07 hello\x9b31m\rFAKE"
+    raw = make_delivery(seq=1, data={"text": hostile, "note": hostile})
+    _seed(agent, raw)
+    for args in (("inbox", "--no-sync"), ("read", raw["msg_id"], "--no-ack")):
+        result = cli(*args)
+        assert result.exit_code == 0, result.output
+        assert not {"\x1b", "\x07", "\x9b", "\r"} & set(result.output), repr(result.output)
+        assert "\\x1b[2J\\x1b]0;pwned\\x07 hello\\x9b31m" in result.output
+    assert cli_json("read", raw["msg_id"], "--no-ack")["envelope"]["data"]["text"] == hostile
+
+
 def test_task_request_and_cancel_queue_offline(agent: Any) -> None:
     requested = cli_json("task", "request", PEER, "review PR 4411", "--capability", "code.review",
                          "--idempotency-key", "pr-4411", "--budget", "2.00")  # fmt: skip

@@ -213,7 +213,7 @@ def test_a_keyring_that_did_not_wrap_the_databases_keys_is_refused(
     load_or_create_keyring(tmp_path / "other.json")
     refused = wrong("tenants", "create", "acme", "--name", "Acme", "--owner-email",
                     "ops@acme.example", ok=False)  # fmt: skip
-    assert "keyring mismatch" in refused.output
+    assert "error: keyring.mismatch: " in refused.output
     assert "restore the keyring.json" in " ".join(refused.output.split())
     right = Admin(agentbus_db, tmp_path / "set-up.json")
     right("tenants", "create", "acme", "--name", "Acme", "--owner-email", "ops@acme.example")

@@ -1,12 +1,15 @@
 """The sidecar's exception tree.
 
-    SidecarError                    base of everything the sidecar raises on purpose
-    +-- ConfigError                 credentials missing, unreadable, insecure or incomplete
-    +-- StoreError                  state.db cannot be used (e.g. written by a newer sidecar)
-    +-- EnvelopeError               an envelope cannot be built or is malformed
-    +-- SignatureInvalid            an envelope signature does not verify
-    +-- GatewayUnreachable          no HTTP answer: connection refused, DNS, TLS, timeout
-    +-- GatewayError                the gateway answered with an error (problem+json)
+    SidecarError        [failed]              base of everything the sidecar raises on purpose
+    +-- ConfigError     [config]              credentials missing, unreadable, insecure, incomplete
+    +-- StoreError      [store]               state.db cannot be used (e.g. a newer sidecar's)
+    +-- EnvelopeError   [envelope]            an envelope cannot be built or is malformed
+    +-- SignatureInvalid [signature.invalid]  an envelope signature does not verify
+    +-- GatewayUnreachable [network]          no HTTP answer: connection refused, DNS, TLS, timeout
+    +-- GatewayError    [the AB- code]        the gateway answered with an error (problem+json)
+
+The code in brackets is what ``agentbus`` prints (``error: <code>: <message>``) and puts in its
+``--json`` error; only ``network`` means offline.
 
 GatewayError carries the stable AB- ``code``, its ``name``, the HTTP ``status`` and the
 problem's ``detail``; ``retryable`` says whether the outbox should try again (5xx and 429), and
@@ -34,26 +37,30 @@ TOKEN_REFUSALS = frozenset({"AB-1002", "AB-1003", "AB-1004"})
 
 
 class SidecarError(Exception):
-    """Base class of the sidecar's deliberate errors."""
+    """Base class of the sidecar's deliberate errors; ``code`` is stable (the CLI prints it)."""
+
+    code: str | None = "failed"
 
 
 class ConfigError(SidecarError):
-    pass
+    code = "config"
 
 
 class StoreError(SidecarError):
-    pass
+    code = "store"
 
 
 class EnvelopeError(SidecarError, ValueError):
-    pass
+    code = "envelope"
 
 
 class SignatureInvalid(SidecarError):
-    pass
+    code = "signature.invalid"
 
 
 class GatewayUnreachable(SidecarError):
+    code, exit_code = "network", 3
+
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"gateway unreachable at {url}: {reason}")
         self.url = url

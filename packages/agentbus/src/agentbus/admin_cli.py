@@ -19,9 +19,11 @@ from typing import Annotated, Any
 
 import psycopg
 import typer
+from platformkit.cli import SERVER_FAILURES, Console
 from psycopg_pool import PoolTimeout
-from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from wirekit.clierrors import fail
 
 from agentbus import db
 from agentbus.actions import audit, tenants, tokens, users, workspaces
@@ -92,15 +94,8 @@ def _run[T](ctx: typer.Context, call: Callable[[Ctx], Awaitable[T]], *, keyring:
 
     try:
         return asyncio.run(go())
-    except AgentBusError as exc:
-        console.print(f"[red]{exc.code} {exc.name}[/]: {exc.detail or exc.title}")
-        raise typer.Exit(1) from exc
-    except (psycopg.OperationalError, PoolTimeout) as exc:
-        console.print(f"[red]database unavailable[/]: {exc}")
-        raise typer.Exit(1) from exc
-    except KeyringMismatch as exc:
-        console.print(f"[red]keyring mismatch[/]: {exc}")
-        raise typer.Exit(1) from exc
+    except (AgentBusError, KeyringMismatch, psycopg.OperationalError, PoolTimeout) as exc:
+        fail(exc, {**SERVER_FAILURES, PoolTimeout: "database.unavailable"})
 
 
 def _id(prefix: str, text: str, option: str) -> uuid.UUID:
@@ -139,8 +134,9 @@ def _show(rows: list[dict[str, Any]], prefix: str, columns: list[str], as_json: 
     for column in columns:
         table.add_column(column, no_wrap=column == "id")
 
-    def cell(value: Any) -> str:
-        return " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+    def cell(value: Any) -> str:  # names and emails are people's text: never Rich markup
+        text = " ".join(value) if isinstance(value, list) else "" if value is None else str(value)
+        return escape(text)
 
     for row in shown:
         table.add_row(*(cell(row[c]) for c in columns))

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import psycopg
 import typer
-from platformkit.db.migrator import MigrationError
-from platformkit.stopping import stop_like_ctrl_c
-from rich.console import Console
+from platformkit.cli import Console
+from platformkit.cli import run as run_cli
+from wirekit.clierrors import CliError
 
 from agentbus import admin_cli, db
 from agentbus.settings import Settings
@@ -54,8 +54,7 @@ def serve(
     try:
         status = run(settings, lambda line: console.print(line, markup=False, soft_wrap=True))
     except KeyringMismatch as exc:
-        console.print(f"[red]cannot start[/]: {exc}")
-        raise typer.Exit(1) from exc
+        raise CliError(exc.code, f"cannot start: {exc}") from exc
     raise typer.Exit(status)
 
 
@@ -132,12 +131,8 @@ def migrate(database_url: DatabaseUrl = None) -> None:
         _secret(Settings().app_password),
         on_progress=lambda label: console.print(f"applying {label}"),
     )
-    try:
-        with console.status("migrating the agentbus database"):
-            applied = asyncio.run(migrator.migrate(url))
-    except MigrationError as exc:
-        console.print(f"[red]migration failed[/]: {exc}")
-        raise typer.Exit(1) from exc
+    with console.status("migrating the agentbus database"):
+        applied = asyncio.run(migrator.migrate(url))
     console.print(f"[green]up to date[/] ({len(applied)} applied)")
 
 
@@ -212,8 +207,7 @@ app.add_typer(admin_cli.app, name="admin")
 
 
 def main() -> None:
-    stop_like_ctrl_c()
-    app()
+    run_cli(app)
 
 
 if __name__ == "__main__":

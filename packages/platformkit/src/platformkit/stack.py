@@ -11,17 +11,16 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from importlib.metadata import entry_points
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
+from platformkit.cli import Console
+from platformkit.cli import run as run_cli
 from platformkit.db.server import embedded_from_env
 from platformkit.nats.embedded import nats_from_env
-from platformkit.stopping import stop_like_ctrl_c
 
 app = typer.Typer(help="Run the control planes together on one machine.", no_args_is_help=True)
 console = Console()
@@ -109,8 +108,7 @@ def status() -> None:
 
 
 def main() -> None:
-    stop_like_ctrl_c()
-    app(sys.argv[1:])
+    run_cli(app)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from platformkit.cli import Console
+from platformkit.cli import run as run_cli
 from platformkit.http.proxy_front import upstream_host
-from platformkit.stopping import stop_like_ctrl_c
-from rich.console import Console
+from rich.markup import escape
 
 from strataplane import cli_spec, db
 from strataplane.agents.settings import FleetSettings
@@ -158,7 +159,7 @@ def create_admin(
             db.resolve_admin_url(database_url), username, display_name or username, password
         )
     )
-    console.print(f"[green]platform admin[/] {username} ({user_id})")
+    console.print(f"[green]platform admin[/] {escape(username)} ({user_id})")
 
 
 @app.command("restore-admin")
@@ -174,7 +175,7 @@ def restore_admin(
         restore_tenant_admin(db.resolve_admin_url(database_url), tenant, username)
     )
     state = "is now" if changed else "already was"
-    console.print(f"[green]{username}[/] {state} an admin of {tenant}")
+    console.print(f"[green]{escape(username)}[/] {state} an admin of {escape(tenant)}")
 
 
 audit_app = typer.Typer(help="The audit chains.", no_args_is_help=True)
@@ -213,8 +214,7 @@ def stack_command() -> list[str]:
 
 
 def main() -> None:
-    stop_like_ctrl_c()
-    app()
+    run_cli(app)
 
 
 if __name__ == "__main__":

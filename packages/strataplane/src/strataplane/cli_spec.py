@@ -20,13 +20,14 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
+from platformkit.cli import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskProgressColumn, TextColumn
 from rich.table import Table
+from wirekit.clierrors import EXIT_NETWORK, CliError, error_line
 
 out = Console(soft_wrap=True, highlight=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -59,6 +60,9 @@ def urllib_transport(method: str, url: str, body: bytes | None, headers: dict[st
             return Reply(response.status, _lower(response.headers.items()), response.read())
     except urllib.error.HTTPError as exc:
         return Reply(exc.code, _lower(exc.headers.items()), exc.read())
+    except OSError as exc:  # URLError included: refused, DNS, TLS, timeout
+        reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+        raise CliError("network", f"cannot reach {url}: {reason}", exit_code=EXIT_NETWORK) from exc
 
 
 def _lower(items: Any) -> dict[str, str]:
@@ -105,17 +109,17 @@ class Client:
         return self.call("GET", route, params=given).json()
 
 
-def fail(reply: Reply) -> None:
+def fail(reply: Reply) -> NoReturn:
+    """The server's refusal as the one line ``error: <code>: <detail>`` (then the problem's
+    diagnostics or conflicts, one per line), exit 1."""
     try:
         problem = reply.json()
     except ValueError:
         problem = None
     if not isinstance(problem, dict):
-        err.print(f"[red]error[/] HTTP {reply.status}")
-        raise typer.Exit(1)
-    err.print(
-        f"[red]{problem.get('code', 'error')}[/] {e(problem.get('detail') or problem.get('title'))}"
-    )
+        raise CliError(f"HTTP-{reply.status}", f"the server answered HTTP {reply.status}")
+    code = str(problem.get("code") or f"HTTP-{reply.status}")
+    err.out(error_line(code, str(problem.get("detail") or problem.get("title"))), highlight=False)
     for diagnostic in problem.get("diagnostics", []):
         err.print(f"  {diagnostic['code']} {e(diagnostic['path'])}: {e(diagnostic['message'])}")
     for conflict in problem.get("conflicts", []):
@@ -133,8 +137,7 @@ def client(ctx: typer.Context) -> Client:
     url = os.environ.get("STRATAPLANE_URL") or saved.get("url")
     token = os.environ.get("STRATAPLANE_TOKEN") or saved.get("token")
     if not url or not token:
-        err.print("[red]not logged in[/]: run strataplane login")
-        raise typer.Exit(1)
+        raise CliError("auth.not_logged_in", "not logged in: run strataplane login")
     transport = ctx.obj if callable(ctx.obj) else urllib_transport
     return Client(url, token, transport)
 
@@ -291,11 +294,11 @@ def cs_validate(
             op = http.get(f"/operations/{op['id']}")
             progress.update(task, completed=op["progress"] or 0.0)
     if op["state"] == "failed":
-        err.print(f"[red]validation failed[/]: {e(op['error'].get('detail'))}")
-        raise typer.Exit(1)
+        raise CliError("validation.failed", f"validation failed: {op['error'].get('detail')}")
     if (op["result"] or {}).get("stale"):
-        err.print("[yellow]stale[/]: the change set changed while it was validated; run again")
-        raise typer.Exit(1)
+        raise CliError(
+            "validation.stale", "the change set changed while it was validated; run again"
+        )
     cs = http.get(f"/change-sets/{ref}")
     _diagnostics(cs)
     if not cs["validated"]:

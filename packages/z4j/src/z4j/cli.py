@@ -8,8 +8,9 @@ import sys
 from typing import Annotated
 
 import typer
-from platformkit.stopping import stop_like_ctrl_c
-from rich.console import Console
+from platformkit.cli import CliError, Console
+from platformkit.cli import run as run_cli
+from rich.markup import escape
 
 from z4j import db
 from z4j.secrets_file import load_or_create
@@ -132,11 +133,12 @@ def audit_verify(
 
     settings = Settings()
     if not (settings.config_dir / FILE_NAME).exists():
-        console.print(
-            f"[red]no secrets in {settings.config_dir}[/]: the chain key is derived "
-            "from them; point Z4J_CONFIG_DIR at the brain's config dir"
+        raise CliError(
+            "config.no_secrets",
+            f"no secrets in {settings.config_dir}: the chain key is derived from them; "
+            "point Z4J_CONFIG_DIR at the brain's config dir",
+            exit_code=2,
         )
-        raise typer.Exit(2)
     brain_secrets, _ = load_or_create(settings.config_dir)
     result = asyncio.run(
         verify_database(db.resolve_admin_url(database_url), brain_secrets.audit_key)
@@ -145,8 +147,8 @@ def audit_verify(
         console.print(f"[green]audit log intact[/] ({result.checked} rows)")
         return
     console.print(
-        f"[red]audit log broken[/] at row {result.bad_id} ({result.reason}): "
-        f"{result.detail}; {result.checked} rows before it verified"
+        f"[red]audit log broken[/] at row {result.bad_id} ({escape(str(result.reason))}): "
+        f"{escape(str(result.detail))}; {result.checked} rows before it verified"
     )
     raise typer.Exit(1)
 
@@ -174,8 +176,7 @@ def stack_command() -> list[str]:
 
 
 def main() -> None:
-    stop_like_ctrl_c()
-    app()
+    run_cli(app)
 
 
 if __name__ == "__main__":

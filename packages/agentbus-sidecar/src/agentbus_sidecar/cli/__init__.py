@@ -1,5 +1,7 @@
 """The ``agentbus`` command line: one module per command group, sharing ``cli.app``."""
 
+from wirekit.clierrors import run
+
 from agentbus_sidecar.cli import (
     blobs,
     deadletters,
@@ -19,4 +21,5 @@ _COMMANDS = (blobs, deadletters, directory, harness, keys, mcp_server, messages,
 
 
 def main() -> None:
-    app()
+    """The ``agentbus`` entry point: one line ``error: <code>: <message>`` on a failure."""
+    run(app)

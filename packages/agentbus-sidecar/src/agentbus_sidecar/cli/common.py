@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from wirekit.clierrors import error_line
 
 from agentbus_sidecar.errors import (
     ConfigError,
@@ -86,8 +87,13 @@ def paths(ctx: typer.Context) -> Paths:
 
 
 def console(*, stderr: bool = False) -> Console:
-    """Rich output for people; imported here, since ``--json`` runs never need it."""
-    from rich.console import Console
+    """Rich output for people; imported here, since ``--json`` runs never need it. Every string
+    it renders is made printable first (``wirekit.terminal``)."""
+    from rich.console import Console as RichConsole
+    from wirekit.terminal import PrintableText
+
+    class Console(PrintableText, RichConsole):
+        """Other agents' text with its control characters escaped (no screen clears)."""
 
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
@@ -100,38 +106,46 @@ def emit(as_json: bool, data: Any, human: Callable[[Console], None]) -> None:
 
 
 def fail(
-    message: str, code: int, as_json: bool, *, extra: dict[str, Any] | None = None
+    message: str,
+    exit_code: int,
+    as_json: bool,
+    *,
+    code: str,
+    human: str | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> NoReturn:
+    """End the command: one JSON object on stdout with ``--json``, else the one line
+    ``error: <code>: <message>`` on stderr (``human`` when the line should say it shorter)."""
     if as_json:
-        sys.stdout.write(
-            json.dumps(
-                {"error": {"message": message, "exit_code": code, **(extra or {})}}, sort_keys=True
-            )
-            + "\n"
-        )
+        error = {"message": message, "exit_code": exit_code, "code": code, **(extra or {})}
+        sys.stdout.write(json.dumps({"error": error}, sort_keys=True) + "\n")
     else:
-        console(stderr=True).print(f"[bold red]error:[/] {message}", markup=True)
-    raise typer.Exit(code)
+        sys.stderr.write(error_line(code, human or message) + "\n")
+    raise typer.Exit(exit_code)
 
 
 @contextmanager
 def guarded(as_json: bool) -> Iterator[None]:
-    """Turn the sidecar's exceptions into a message and an exit code."""
+    """Turn the sidecar's exceptions into a message, a stable code and an exit code."""
     try:
         yield
     except GatewayUnreachable as exc:
-        fail(str(exc), EXIT_UNREACHABLE, as_json)
+        fail(str(exc), EXIT_UNREACHABLE, as_json, code=GatewayUnreachable.code)
     except GatewayError as exc:
-        extra = {"code": exc.code, "name": exc.name, "status": exc.status, "detail": exc.detail}
+        extra = {"name": exc.name, "status": exc.status, "detail": exc.detail}
+        code = exc.code or f"HTTP-{exc.status}"
+        short = exc.detail or exc.name or f"HTTP {exc.status}"
         if exc.token_refused:
-            fail(f"{exc.code}: {exc.detail}", EXIT_UNREACHABLE, as_json, extra=extra)
-        fail(f"the gateway refused: {exc}", EXIT_REJECTED, as_json, extra=extra)
+            message = f"{exc.code}: {exc.detail}"
+            fail(message, EXIT_UNREACHABLE, as_json, code=code, human=short, extra=extra)
+        message = f"the gateway refused: {exc}"
+        fail(message, EXIT_REJECTED, as_json, code=code, human=short, extra=extra)
     except (ConfigError, StoreError) as exc:
-        fail(str(exc), EXIT_CONFIG, as_json)
+        fail(str(exc), EXIT_CONFIG, as_json, code=exc.code or "failed")
     except EnvelopeError as exc:
-        fail(str(exc), EXIT_INPUT, as_json)
+        fail(str(exc), EXIT_INPUT, as_json, code=exc.code or "failed")
     except SidecarError as exc:
-        fail(str(exc), EXIT_FAILED, as_json)
+        fail(str(exc), EXIT_FAILED, as_json, code=exc.code or "failed")
 
 
 def run[T](coro: Coroutine[Any, Any, T]) -> T:

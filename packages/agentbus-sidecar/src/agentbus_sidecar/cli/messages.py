@@ -28,7 +28,7 @@ from agentbus_sidecar.cli.common import (
 )
 from agentbus_sidecar.cli.render import inbox_item, print_inbox, show_envelope, show_outcome
 from agentbus_sidecar.clock import server_now, utcnow
-from agentbus_sidecar.errors import ConfigError, EnvelopeError, GatewayError, GatewayUnreachable
+from agentbus_sidecar.errors import EnvelopeError, GatewayError, GatewayUnreachable
 from agentbus_sidecar.resync import request_resync, resync_if_pending
 from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.store import inbox, outbox, state_db_path
@@ -111,8 +111,8 @@ def inbox_command(
     """List messages: new ones are presented (marked *) until read or acked."""
     restored: list[tuple[str, str]] = []
 
-    async def act() -> tuple[list[dict[str, Any]], str | None]:
-        note = None
+    async def act() -> tuple[list[dict[str, Any]], str | None, str | None]:
+        note = unavailable = None
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
             if resync_first:
                 request_resync(rt)
@@ -123,32 +123,36 @@ def inbox_command(
                     note = report.flush.unreachable
                     restored.extend(report.restored)
                 except GatewayError as exc:
-                    if exc.token_refused:
-                        raise  # not offline: no retry reaches this inbox with this token
-                    note = str(exc)
-                except (GatewayUnreachable, ConfigError) as exc:
-                    note = str(exc)
+                    if not exc.retryable:
+                        raise  # an answer, not offline: retrying the same request cannot help
+                    unavailable = str(exc)
+                except GatewayUnreachable as exc:
+                    note = str(exc)  # only a network failure is offline
             elif resync_first:
                 restored.extend(await resync_if_pending(rt))
             inbox.present(rt.conn, utcnow())
             rows = inbox.list_messages(rt.conn, include_read=show_all)
-            return [inbox_item(row) for row in rows], note
+            return [inbox_item(row) for row in rows], note, unavailable
 
     with guarded(as_json):
-        items, note = run(act())
+        items, note, unavailable = run(act())
 
     def human(out: Console) -> None:
         if restored:
             counts = Counter(outcome for _, outcome in restored)
             out.print("resync: " + ", ".join(f"{n} {what}" for what, n in sorted(counts.items())))
         if note:
-            out.print(f"[yellow]offline:[/] {note}; showing the local inbox")
+            out.print("[yellow]offline:[/] ", end="")
+            out.print(f"{note}; showing the local inbox", markup=False)
+        if unavailable:
+            out.print("[yellow]gateway unavailable:[/] ", end="")
+            out.print(f"{unavailable}; showing the local inbox", markup=False)
         if items:
             print_inbox(out, items)
         else:
             out.print("no messages")
 
-    data: dict[str, Any] = {"messages": items, "offline": note}
+    data: dict[str, Any] = {"messages": items, "offline": note, "unavailable": unavailable}
     if resync_first or restored:
         data["resync"] = dict(restored)
     emit(as_json, data, human)
@@ -286,7 +290,7 @@ def outbox_command(
         async with open_runtime(paths(ctx).credentials, paths(ctx).state_dir) as rt:
             if drop is not None:
                 if outbox.queued_envelope(rt.conn, drop) is None:
-                    fail(f"no queued send {drop}", EXIT_FAILED, as_json)
+                    fail(f"no queued send {drop}", EXIT_FAILED, as_json, code="outbox.not_found")
                 outbox.delete(rt.conn, drop)
             return [
                 {

@@ -33,10 +33,12 @@ QUEUED_HINT = (
 def show_outcome(as_json: bool, outcome: SendOutcome, extra: dict[str, Any] | None = None) -> None:
     data = {**outcome.as_dict(), **(extra or {})}
     if outcome.state == "failed":
+        first = (outcome.detail or "").partition(" ")[0].rstrip(":")
         fail(
             f"{outcome.envelope['id']} was refused for good: {outcome.detail}",
             EXIT_REJECTED,
             as_json,
+            code=first if first.startswith("AB-") else "refused",
             extra=data,
         )
     env = outcome.envelope

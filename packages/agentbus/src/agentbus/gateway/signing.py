@@ -40,6 +40,8 @@ _NONCE = 12
 class KeyringMismatch(RuntimeError):
     """The database's signing keys were wrapped with another deployment keyring."""
 
+    code = "keyring.mismatch"
+
 
 def _aad(kid: str, kek_id: int) -> bytes:
     return canonical_json(["agentbus-signing-key/v1", kid, kek_id])

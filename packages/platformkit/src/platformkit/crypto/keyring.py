@@ -36,6 +36,8 @@ KEY_SIZE = 32
 class KeyringError(Exception):
     """The keyring file is missing, malformed, too widely readable, or lacks a key id."""
 
+    code = "keyring.invalid"  # what a command line prints (wirekit.clierrors)
+
 
 class DeploymentKey:
     """One key-encryption key. Holds the material without ever printing it."""

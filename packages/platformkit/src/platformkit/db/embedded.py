@@ -42,6 +42,8 @@ _SOCKET_PATH_MAX = 100  # sun_path is 108 bytes; leave room for "/.s.PGSQL.NNNNN
 class EmbeddedPostgresError(RuntimeError):
     """The embedded server could not be initialised, started or stopped."""
 
+    code = "database.embedded"  # what a command line prints (wirekit.clierrors)
+
 
 def default_data_dir() -> Path:
     """Data lives under the XDG data dir so it survives restarts and reboots."""

@@ -39,6 +39,8 @@ CREATE TABLE IF NOT EXISTS public.schema_migrations (
 class MigrationError(RuntimeError):
     """The database and the migration files disagree; nothing further was applied."""
 
+    code = "database.migration"  # what a command line prints (wirekit.clierrors)
+
 
 @dataclass(frozen=True)
 class Migration:

@@ -23,6 +23,8 @@ DEFAULT_PORT = 44222
 class EmbeddedNatsError(RuntimeError):
     """nats-server did not start or stop as asked."""
 
+    code = "nats.embedded"  # what a command line prints (wirekit.clierrors)
+
 
 DEFAULT_MAX_FILE_STORE = 1 << 40
 
