@@ -33,6 +33,7 @@ def make_app() -> FastAPI:
         return {
             "method": request.method,
             "forwarded": request.headers.get("x-forwarded-for", ""),
+            "proto": ",".join(request.headers.getlist("x-forwarded-proto")),
             "body": body.decode(),
         }
 
@@ -141,7 +142,9 @@ async def test_every_request_of_a_kept_alive_connection_carries_the_proxied_addr
     ]
     answers = await exchange(front, encode(("203.0.113.9", 40000), ("10.0.0.1", 443)), calls)
     assert [status for status, _ in answers] == [200] * 5
-    assert answers[0][1] == {"method": "GET", "forwarded": "203.0.113.9", "body": ""}
+    assert answers[0][1] == {
+        "method": "GET", "forwarded": "203.0.113.9", "proto": "http", "body": ""
+    }  # fmt: skip
     # A hop the client wrote itself stays to the left, where only a trusted chain would reach.
     assert answers[1][1]["forwarded"] == "198.51.100.7, 203.0.113.9"
     assert answers[1][1]["body"] == '{"a": 1}'
@@ -152,7 +155,18 @@ async def test_every_request_of_a_kept_alive_connection_carries_the_proxied_addr
 
 async def test_a_local_connection_adds_no_hop(front: int) -> None:
     answers = await exchange(front, encode_v2(None), [("GET", [], b"")])
-    assert answers == [(200, {"method": "GET", "forwarded": "", "body": ""})]
+    assert answers == [(200, {"method": "GET", "forwarded": "", "proto": "http", "body": ""})]
+
+
+async def test_only_the_load_balancers_tls_flag_makes_the_request_https(front: int) -> None:
+    """X-Forwarded-Proto is the front's alone: https when the v2 header carries PP2_TYPE_SSL
+    with the client bit, http otherwise, whatever the client wrote."""
+    source, claim = ("203.0.113.9", 40000), [("x-forwarded-proto", "https")]
+    over_tls = await exchange(front, encode_v2(source, tls=True), [("GET", [], b"")])
+    assert over_tls[0][1]["proto"] == "https"
+    for preamble in (encode_v2(source), encode_v1(source)):
+        [(status, seen)] = await exchange(front, preamble, [("GET", claim, b"")])
+        assert (status, seen["proto"]) == (200, "http")
 
 
 @pytest.mark.parametrize(
@@ -187,7 +201,8 @@ async def test_the_front_runs_as_a_child_process(upstream: int) -> None:
                 break
             await asyncio.sleep(0.05)
         answers = await exchange(port, encode_v1(("192.0.2.1", 5)), [("GET", [], b"")])
-        assert answers == [(200, {"method": "GET", "forwarded": "192.0.2.1", "body": ""})]
+        seen = {"method": "GET", "forwarded": "192.0.2.1", "proto": "http", "body": ""}
+        assert answers == [(200, seen)]
     finally:
         child.terminate()
         assert child.wait(10) == 0

@@ -90,3 +90,23 @@ def test_malformed_v2_headers_are_refused() -> None:
         parse(good[:14] + b"\x00\x04" + good[16:20])
     with pytest.raises(ProxyHeaderError, match="too long"):
         parse(good[:14] + b"\xff\xff")
+
+
+@given(endpoints, st.booleans())
+def test_the_tls_flag_of_v2_reads_back(source, tls) -> None:  # type: ignore[no-untyped-def]
+    header = parse(encode_v2(source, tls=tls))
+    assert header is not None
+    assert header.tls is tls
+
+
+def test_other_tlvs_and_a_tls_tlv_without_the_client_bit_are_not_tls() -> None:
+    plain = encode_v2(("203.0.113.9", 1), ("10.0.0.1", 443))
+    size = int.from_bytes(plain[14:16])
+    alpn, unverified = b"\x01\x00\x02h2", b"\x20\x00\x05\x00\x00\x00\x00\x00"
+    for tlvs, tls in ((alpn, False), (unverified, False), (alpn + b"\x20\x00\x01\x01", True)):
+        wire = plain[:14] + (size + len(tlvs)).to_bytes(2) + plain[16:] + tlvs
+        header = parse(wire)
+        assert header is not None
+        assert header.tls is tls
+    with pytest.raises(ProxyHeaderError):
+        parse(plain[:14] + (size + 3).to_bytes(2) + plain[16:] + b"\x20\x00\x09")

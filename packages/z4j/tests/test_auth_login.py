@@ -45,6 +45,20 @@ async def test_secure_cookies_setting_marks_the_cookie_secure(
     assert "Secure" in response.headers["set-cookie"]
 
 
+async def test_an_https_public_url_or_request_marks_the_cookie_secure(
+    seed: Seed, client: httpx.AsyncClient
+) -> None:
+    await seed.user("ada@example.com")
+    body = {"email": "ada@example.com", "password": PASSWORD}
+    seed.brain.settings.public_url = "https://z4j.example"
+    assert "Secure" in (await client.post("/api/v1/auth/login", json=body)).headers["set-cookie"]
+    seed.brain.settings.public_url = None
+    over_tls = str(client.base_url.copy_with(scheme="https")) + "/api/v1/auth/login"
+    response = await client.post(over_tls, json=body)
+    assert response.status_code == 200, response.text
+    assert "Secure" in response.headers["set-cookie"]
+
+
 @pytest.mark.parametrize(
     ("email", "password"),
     [("ada@example.com", "wrong password!"), ("nobody@example.com", PASSWORD)],

@@ -43,7 +43,16 @@ class Settings(BaseSettings):
         description="Controller shard count, fixed in the installation row by the first serve.",
     )
     session_hours: int = Field(default=12, description="Lifetime of a web session.")
-    secure_cookies: bool = Field(default=False, description="Mark the session cookie Secure (TLS).")
+    secure_cookies: bool = Field(
+        default=False,
+        description="Always mark the session cookie Secure; it is anyway when a request came "
+        "over https (or from a trusted proxy saying so) or public_url is https.",
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="URL people use to reach the server; an https one makes the session cookie "
+        "Secure.",
+    )
     token_touch_seconds: int = Field(
         default=60, description="api_token.last_used_at is written at most this often per token."
     )

@@ -1,6 +1,8 @@
 """A listener that accepts PROXY-protocol connections from trusted load balancers and relays
 them to the application server, with the address the header names as the last
-``X-Forwarded-For`` hop of every request.
+``X-Forwarded-For`` hop of every request, and ``X-Forwarded-Proto`` saying whether the client
+reached the load balancer over TLS (``https`` only when a v2 header carries PP2_TYPE_SSL; a
+client's own ``X-Forwarded-Proto`` is dropped), which makes session cookies ``Secure``.
 
 granian cannot read a PROXY header itself, so this front does: it refuses connections from
 peers outside ``trusted`` and connections that do not start with a valid header (within
@@ -171,7 +173,7 @@ async def _forward_requests(
             if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return
             if isinstance(event, h11.Request):
-                event = _with_hop(event, hop)
+                event = _with_hop(event, hop, header.tls)
             upstream.write(outgoing.send(event) or b"")  # type: ignore[arg-type]
             await upstream.drain()
             if isinstance(event, h11.EndOfMessage):
@@ -179,12 +181,15 @@ async def _forward_requests(
         buffered, closed = incoming.trailing_data
 
 
-def _with_hop(request: h11.Request, hop: bytes | None) -> h11.Request:
-    if hop is None:
-        return request
-    headers = [(name, value) for name, value in request.headers if name != b"x-forwarded-for"]
-    chain = b", ".join(value for name, value in request.headers if name == b"x-forwarded-for")
-    headers.append((b"x-forwarded-for", chain + b", " + hop if chain else hop))
+def _with_hop(request: h11.Request, hop: bytes | None, tls: bool) -> h11.Request:
+    """The request with the forwarded hop appended and ``X-Forwarded-Proto`` set by us alone:
+    https when the load balancer's header says the client came over TLS, else http."""
+    ours = (b"x-forwarded-for", b"x-forwarded-proto")
+    headers = [(name, value) for name, value in request.headers if name not in ours]
+    if hop is not None:
+        chain = b", ".join(value for name, value in request.headers if name == ours[0])
+        headers.append((ours[0], chain + b", " + hop if chain else hop))
+    headers.append((ours[1], b"https" if tls else b"http"))
     return h11.Request(
         method=request.method, target=request.target, headers=headers, http_version="1.1"
     )

@@ -46,6 +46,7 @@ class ProxyHeader:
     source: Endpoint | None
     destination: Endpoint | None
     length: int  # bytes of the buffer the header took
+    tls: bool = False  # v2 only: the client reached the load balancer over TLS (PP2_TYPE_SSL)
 
 
 def parse(buffer: bytes) -> ProxyHeader | None:
@@ -120,7 +121,25 @@ def _v2_addresses(payload: bytes, width: int, length: int) -> ProxyHeader:
     source = ipaddress.ip_address(payload[:width])
     destination = ipaddress.ip_address(payload[width : 2 * width])
     sport, dport = struct.unpack("!HH", payload[2 * width : 2 * width + 4])
-    return ProxyHeader((str(source), sport), (str(destination), dport), length)
+    tls = _client_tls(payload[2 * width + 4 :])
+    return ProxyHeader((str(source), sport), (str(destination), dport), length, tls)
+
+
+_PP2_TYPE_SSL, _PP2_CLIENT_SSL = 0x20, 0x01
+
+
+def _client_tls(tlvs: bytes) -> bool:
+    """Whether the TLVs after the addresses hold PP2_TYPE_SSL with the PP2_CLIENT_SSL bit."""
+    at = 0
+    while at + 3 <= len(tlvs):
+        kind, size = tlvs[at], struct.unpack("!H", tlvs[at + 1 : at + 3])[0]
+        value = tlvs[at + 3 : at + 3 + size]
+        if len(value) < size:
+            raise ProxyHeaderError("PROXY v2 TLV is longer than the header")
+        if kind == _PP2_TYPE_SSL and value[:1] and value[0] & _PP2_CLIENT_SSL:
+            return True
+        at += 3 + size
+    return False
 
 
 def encode_v1(source: Endpoint | None, destination: Endpoint | None = None) -> bytes:
@@ -134,13 +153,18 @@ def encode_v1(source: Endpoint | None, destination: Endpoint | None = None) -> b
     return line.encode("ascii")
 
 
-def encode_v2(source: Endpoint | None, destination: Endpoint | None = None) -> bytes:
-    """A v2 header; ``source=None`` gives the LOCAL command."""
+def encode_v2(
+    source: Endpoint | None, destination: Endpoint | None = None, *, tls: bool = False
+) -> bytes:
+    """A v2 header; ``source=None`` gives the LOCAL command; ``tls`` adds PP2_TYPE_SSL with the
+    client-over-TLS bit (verified, no sub-TLVs)."""
     if source is None:
         return V2_SIGNATURE + bytes([0x20, 0x00]) + struct.pack("!H", 0)
     src = ipaddress.ip_address(source[0])
     dst_host, dst_port = destination or (_ANY[src.version], 0)
     dst = ipaddress.ip_address(dst_host)
     payload = src.packed + dst.packed + struct.pack("!HH", source[1], dst_port)
+    if tls:
+        payload += struct.pack("!BHBI", _PP2_TYPE_SSL, 5, _PP2_CLIENT_SSL, 0)
     family = 0x11 if src.version == 4 else 0x21
     return V2_SIGNATURE + bytes([0x21, family]) + struct.pack("!H", len(payload)) + payload

@@ -32,7 +32,9 @@ def form_page(request: Request, template: str, status: int = 200, **context: Any
 
 def _signed_in(request: Request, signed: sessions.SignedIn, target: str) -> Response:
     response = RedirectResponse(safe_next(target), status_code=303)
-    cookies.set_session(response, brain_of(request).settings, signed.cookie, signed.expires_at)
+    cookies.set_session(
+        request, response, brain_of(request).settings, signed.cookie, signed.expires_at
+    )
     return response
 
 
@@ -66,7 +68,7 @@ async def logout(request: Request) -> Response:
     ctx, _form = await signed_in_form(request)
     await sessions.logout(ctx)
     response = RedirectResponse("/login", status_code=303)
-    cookies.clear_session(response, ctx.brain.settings)
+    cookies.clear_session(request, response, ctx.brain.settings)
     return response
 
 

@@ -46,7 +46,7 @@ def anonymous_token(request: Request) -> str:
 
 def remember_anonymous_token(response: Response, request: Request, token: str) -> None:
     if request.cookies.get(cookies.FORM_CSRF) != token:
-        cookies.set_form_csrf(response, brain_of(request).settings, token)
+        cookies.set_form_csrf(request, response, brain_of(request).settings, token)
 
 
 async def anonymous_form(request: Request) -> FormData:

@@ -165,5 +165,5 @@ async def invitation_accept(request: Request, token: str) -> Response:
         )
     signed = await sessions.login(brain, user.email, password)
     response = RedirectResponse(f"/projects/{project_id}", status_code=303)
-    cookies.set_session(response, brain.settings, signed.cookie, signed.expires_at)
+    cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return response

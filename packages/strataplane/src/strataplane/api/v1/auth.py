@@ -12,9 +12,11 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, Request, Response
 from platformkit.http import no_idempotency_key
+from platformkit.http.cookies import CookiePolicy
 
 from strataplane.actions import sessions
 from strataplane.actions.sessions import NewSession
+from strataplane.agents.settings import FleetSettings
 from strataplane.api.deps import COOKIE, CurrentPrincipal, request_meta, services_of
 from strataplane.api.v1.common import Model
 
@@ -61,16 +63,22 @@ class MeOut(Model):
     tenants: list[TenantChoice]
 
 
+def cookie_policy(request: Request) -> CookiePolicy:
+    """Secure behind TLS: the request's scheme, a trusted proxy's X-Forwarded-Proto (the fleet's
+    proxy networks, the PROXY-protocol front included), an https public URL, or forced."""
+    settings = services_of(request).settings
+    fleet = getattr(request.app.state, "fleet_settings", None) or FleetSettings()
+    return CookiePolicy.of(
+        force_secure=settings.secure_cookies,
+        public_url=settings.public_url,
+        trusted_proxies=fleet.proxy_from,
+    )
+
+
 async def _issue(request: Request, response: Response, new: NewSession) -> SessionOut:
     settings = services_of(request).settings
-    response.set_cookie(
-        COOKIE,
-        new.cookie,
-        max_age=settings.session_hours * 3600,
-        httponly=True,
-        samesite="lax",
-        secure=settings.secure_cookies,
-        path="/",
+    cookie_policy(request).set(
+        request, response, COOKIE, new.cookie, max_age=settings.session_hours * 3600
     )
     choices = await sessions.choices_of(services_of(request), new.user.id)
     return SessionOut(
@@ -115,7 +123,7 @@ async def choose(
 @router.delete("/session", status_code=204)
 async def logout(request: Request, response: Response, principal: CurrentPrincipal) -> None:
     await sessions.logout(services_of(request), principal)
-    response.delete_cookie(COOKIE, path="/")
+    cookie_policy(request).clear(request, response, COOKIE)
 
 
 @router.get("/me")

@@ -16,7 +16,7 @@ router = APIRouter(tags=["auth"])
 async def login(body: LoginIn, request: Request, response: Response) -> UserOut:
     brain = brain_of(request)
     signed = await sessions.login(brain, body.email, body.password)
-    cookies.set_session(response, brain.settings, signed.cookie, signed.expires_at)
+    cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return UserOut.model_validate(signed.user)
 
 
@@ -25,9 +25,9 @@ async def login(body: LoginIn, request: Request, response: Response) -> UserOut:
     status_code=status.HTTP_204_NO_CONTENT,
     summary="End the session and clear its cookie",
 )
-async def logout(ctx: OptionalCtxDep, response: Response) -> None:
+async def logout(ctx: OptionalCtxDep, request: Request, response: Response) -> None:
     await sessions.logout(ctx)
-    cookies.clear_session(response, ctx.brain.settings)
+    cookies.clear_session(request, response, ctx.brain.settings)
 
 
 @router.get("/auth/me", summary="The signed-in user")

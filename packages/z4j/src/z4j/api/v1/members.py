@@ -99,5 +99,5 @@ async def accept(
         brain, body.token, body.password, body.display_name
     )
     signed = await sessions.login(brain, user.email, body.password)
-    cookies.set_session(response, brain.settings, signed.cookie, signed.expires_at)
+    cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return AcceptOut(project_id=project_id)

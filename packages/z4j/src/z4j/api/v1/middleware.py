@@ -85,6 +85,7 @@ class AuthMiddleware:
                 ):
                     carrier = Response()
                     cookies.set_session(
+                        Request(scope),
                         carrier,
                         brain.settings,
                         _cookie(headers, cookies.SESSION) or "",
