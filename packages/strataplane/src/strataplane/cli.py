@@ -151,9 +151,19 @@ def create_admin(
     display_name: Annotated[str | None, typer.Option(help="(default: the username)")] = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Create a local platform admin (who then logs in and creates tenants)."""
-    from strataplane.actions.admin import create_platform_admin
+    """Create a local platform admin (who then logs in and creates tenants).
 
+    The password must meet the sign-in policy: at least 12 characters, not one of the most
+    common passwords, not the username."""
+    from strataplane import errors
+    from strataplane.actions.admin import create_platform_admin
+    from strataplane.actions.users import check_new_password_of
+
+    try:
+        check_new_password_of(username, None, password)
+    except errors.WeakPassword as exc:
+        print(f"error: {exc.code}: {exc.detail}", file=sys.stderr)
+        raise typer.Exit(1) from None
     user_id = asyncio.run(
         create_platform_admin(
             db.resolve_admin_url(database_url), username, display_name or username, password

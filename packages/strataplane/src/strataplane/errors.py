@@ -5,6 +5,7 @@ The tree (codes in brackets)::
     StrataplaneError
     +-- AuthRequired             [auth.required]               401 no valid credential
     +-- InvalidCredentials       [auth.invalid_credentials]    401 wrong username or password
+    +-- SignInThrottled          [auth.throttled]              429 too many failed sign-ins
     +-- CsrfRejected             [auth.csrf]                   403 session request without token
     +-- PermissionDenied         [permission.denied]           403 data: permission
     +-- PlatformAdminRequired    [platform.admin_required]     403 a platform credential of an admin
@@ -13,6 +14,7 @@ The tree (codes in brackets)::
     +-- NotFound                                               404 one subclass per noun
     +-- Conflict                                               409 one subclass per rule
     +-- InvalidInput             [validation_failed]           422 one subclass per rule
+        +-- WeakPassword         [password.weak]               422 field: password
 
 Actions raise these and never HTTP exceptions; platformkit renders each as problem+json.
 """
@@ -32,6 +34,12 @@ class AuthRequired(StrataplaneError):
 
 class InvalidCredentials(StrataplaneError):
     code, status, title = "auth.invalid_credentials", 401, "Invalid username or password"
+
+
+class SignInThrottled(StrataplaneError):
+    """Raised with a Retry-After header: the seconds until this account and address may try."""
+
+    code, status, title = "auth.throttled", 429, "Too many failed sign-ins; try again later"
 
 
 class CsrfRejected(StrataplaneError):
@@ -148,6 +156,10 @@ class LastAdmin(Conflict):
 
 class InvalidInput(StrataplaneError):
     code, status, title = "validation_failed", 422, "Invalid input"
+
+
+class WeakPassword(InvalidInput):
+    code, title = "password.weak", "Password not allowed"
 
 
 class InvitationRequired(InvalidInput):

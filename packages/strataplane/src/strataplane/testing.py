@@ -78,7 +78,7 @@ IMPLEMENTED_TABLES = (
     "pin",
 )
 # Tables the spec does not have, each added by a decision record (docs/decisions/).
-ADDED_TABLES = ("tenant_invitation",)  # 0022
+ADDED_TABLES = ("tenant_invitation", "sign_in_throttle")  # decisions 0022, 0025
 
 
 async def _migrate(url: str) -> object:

@@ -8,8 +8,11 @@ from uuid import UUID
 from platformkit.db.scope import Pool
 from platformkit.jobs import JobRunner
 from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
+from platformkit.signin import SignInThrottle
 
 from strataplane.settings import Settings
+
+SIGN_IN_TABLE = "strataplane.sign_in_throttle"
 
 
 @dataclass
@@ -20,6 +23,7 @@ class Services:
     settings: Settings
     jobs: JobRunner | None = None
     password_policy: PasswordPolicy = field(default=DEFAULT_POLICY)
+    sign_in: SignInThrottle = field(default_factory=lambda: SignInThrottle(SIGN_IN_TABLE))
 
 
 @dataclass(frozen=True)

@@ -90,10 +90,46 @@ async def login(
     platform: bool = False,
 ) -> NewSession:
     """Check the password, then open a session bound to the tenant, the platform, or (neither
-    given) nothing yet. ``meta`` carries the request id and source address."""
+    given) nothing yet. ``meta`` carries the request id and source address.
+
+    Sign-in is throttled per username and per source address (platformkit.signin): while
+    either is locked the answer is SignInThrottled with Retry-After, and the password is not
+    looked at. Failures against an existing account and every lock are audited in the
+    platform chain; a failure for a name that is no account is counted but not audited."""
+    wait = await services.sign_in.check(services.pool, username, meta.source_ip)
+    if wait is not None:
+        raise errors.SignInThrottled(headers={"Retry-After": str(wait)})
     async with transaction(services.pool) as conn:
-        user = await check_password(services, conn, username, password)
-    return await _bind(services, user, tenant_id, platform, meta)
+        checked = await check_password(services, conn, username, password)
+    if not checked.ok or checked.user is None:
+        await _failed(services, meta, username, checked.user)
+        raise errors.InvalidCredentials()
+    await services.sign_in.success(services.pool, username)
+    return await _bind(services, checked.user, tenant_id, platform, meta)
+
+
+async def _failed(services: Services, meta: Ctx, username: str, user: User | None) -> None:
+    failure = await services.sign_in.failure(services.pool, username, meta.source_ip)
+    actions = ["session.login_failed"] if user is not None else []
+    if failure.locked:
+        actions.append("session.login_locked")
+    if not actions:
+        return
+    async with platform_transaction(services.pool, SCOPE) as conn:
+        for action in actions:
+            await platform_audit.append(
+                conn,
+                platform_audit.PlatformEvent(
+                    actor_kind="system",
+                    actor_id=None,
+                    action=action,
+                    object_kind="user" if user is not None else "sign_in",
+                    object_id=str(user.id) if user is not None else "unknown_account",
+                    request_id=meta.request_id,
+                    source_ip=meta.source_ip,
+                    details=failure.details(),
+                ),
+            )
 
 
 async def choose(

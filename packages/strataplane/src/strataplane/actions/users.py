@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+from dataclasses import dataclass
 from uuid import UUID
 
 import psycopg
 from platformkit.db.scope import Conn
 from platformkit.ids import uuid7
-from platformkit.passwords import PasswordPolicy, hash_password, needs_rehash, verify_password
+from platformkit.password_rules import WeakPassword, check_new_password
+from platformkit.passwords import hash_password, needs_rehash, verify_password_or_dummy
 
 from strataplane import errors
 from strataplane.actions.access import platform_tx
@@ -22,8 +24,6 @@ from strataplane.store import users
 from strataplane.store.users import User
 
 USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
-# Verified when a username does not exist, so a miss costs what a wrong password costs.
-_MISSING_USER_HASH: dict[PasswordPolicy, str] = {}
 
 
 def check_username(username: str) -> None:
@@ -32,6 +32,14 @@ def check_username(username: str) -> None:
             "1 to 128 characters: letters, digits and . _ @ + -, starting with a letter or digit",
             field="username",
         )
+
+
+def check_new_password_of(username: str, email: str | None, password: str) -> None:
+    """The kernel's rule for a password being chosen: WeakPassword (422, field password)."""
+    try:
+        check_new_password(password, user_inputs=(username, email or ""))
+    except WeakPassword as exc:
+        raise errors.WeakPassword(exc.message, field="password", reason=exc.reason) from None
 
 
 async def hash_in_thread(services: Services, password: str) -> str:
@@ -49,6 +57,7 @@ async def insert_local_user(
     platform_admin: bool = False,
 ) -> User:
     check_username(username)
+    check_new_password_of(username, email, password)
     password_hash = await hash_in_thread(services, password)
     try:
         return await users.insert_user(
@@ -66,28 +75,30 @@ async def insert_local_user(
         raise errors.UsernameTaken(field="username") from None
 
 
-async def check_password(services: Services, conn: Conn, username: str, password: str) -> User:
-    """The enabled local user with this password, or InvalidCredentials (same for a missing
-    user, a wrong password and a disabled account)."""
+@dataclass(frozen=True)
+class PasswordCheck:
+    """A sign-in's verdict: ``user`` is the account named (None: no such local user), ``ok``
+    whether it may sign in (an enabled account and the right password)."""
+
+    user: User | None
+    ok: bool
+
+
+async def check_password(
+    services: Services, conn: Conn, username: str, password: str
+) -> PasswordCheck:
+    """Verify a sign-in. A missing user, an account without a password, a wrong password and
+    a disabled account all come back not ok, after the same argon2 work."""
     policy = services.password_policy
     found = await users.get_local_login(conn, username)
-    stored = found[1] if found is not None else None
-    if found is None or stored is None:
-        if policy not in _MISSING_USER_HASH:
-            _MISSING_USER_HASH[policy] = await asyncio.to_thread(
-                hash_password, "no such user", policy
-            )
-        await asyncio.to_thread(verify_password, password, _MISSING_USER_HASH[policy], policy)
-        raise errors.InvalidCredentials()
-    user = found[0]
-    if not await asyncio.to_thread(verify_password, password, stored, policy):
-        raise errors.InvalidCredentials()
-    if user.disabled_at is not None:
-        raise errors.InvalidCredentials()
-    if needs_rehash(stored, policy):
+    user, stored = found if found is not None else (None, None)
+    ok = await asyncio.to_thread(verify_password_or_dummy, stored, password, policy)
+    if user is None or not ok or user.disabled_at is not None:
+        return PasswordCheck(user, False)
+    if stored is not None and needs_rehash(stored, policy):
         await users.set_password_hash(conn, user.id, await hash_in_thread(services, password))
     await users.touch_login(conn, user.id)
-    return user
+    return PasswordCheck(user, True)
 
 
 async def create_user(
