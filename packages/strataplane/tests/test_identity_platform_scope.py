@@ -15,6 +15,7 @@ ALLOWED = {
     "actions.tokens:authenticate_token": "credential lookup by hash, before the tenant is known",
     "actions.sessions:choices_of": "the tenants a user can choose at login",
     "actions.sessions:_bind": "sessions bound to the platform, or to no tenant yet",
+    "actions.sessions:_failed": "failed logins and locks, in the platform audit chain",
     "actions.invitations:received_invitations": "a user's own invitations, across tenants",
     "actions.invitations:answer_invitation": "the tenant of a user's own invitation",
     "actions.jobs:run_tenant_deletion": "tenant deletion",

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from platformkit.db.scope import Conn, Pool, platform_transaction, tenant_transaction
 from platformkit.mail import Mailer, mailer_for
+from platformkit.signin import SignInThrottle
 from platformkit.tokens import HmacTokenHasher, TokenFormat
 
 from z4j.db import SCOPE
@@ -18,6 +19,7 @@ from z4j.secrets_file import BrainSecrets
 from z4j.settings import Settings
 
 CHANGES_CHANNEL = "z4j_changes"
+SIGN_IN_TABLE = "sign_in_throttle"
 AGENT_TOKEN = TokenFormat.encoded("z4ja_", nbytes=32, encoding="urlsafe")
 INVITATION_TOKEN = TokenFormat.encoded("z4ji_", nbytes=32, encoding="urlsafe")
 
@@ -36,6 +38,8 @@ class Brain:
     # session id -> HTTP-fallback session of this process (see z4j.api.agent_http)
     http_sessions: dict[str, Any] = field(default_factory=dict)
     changes: asyncio.Condition = field(default_factory=asyncio.Condition)
+    # failed sign-ins per account and address, in the database (platformkit.signin)
+    sign_in: SignInThrottle = field(default_factory=lambda: SignInThrottle(SIGN_IN_TABLE))
 
     @property
     def token_hasher(self) -> HmacTokenHasher:

@@ -57,8 +57,16 @@ def serve(
     """Start the brain (embedded PostgreSQL unless Z4J_DATABASE_URL is set)."""
     from platformkit.http import serve as run
 
+    from z4j.actions.errors import InvalidInput
+    from z4j.actions.users import check_credentials_shape
     from z4j.first_run import first_run
 
+    if admin_email and admin_password:
+        try:
+            check_credentials_shape(admin_email, admin_password)
+        except InvalidInput as exc:
+            print(f"error: {exc.code}: {exc.detail}", file=sys.stderr)
+            raise typer.Exit(1) from None
     overrides = {
         k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
     }

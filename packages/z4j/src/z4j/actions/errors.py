@@ -5,6 +5,7 @@ The tree (codes in brackets)::
     Z4jError
     +-- AuthRequired              [auth.required]             401 no valid session
     +-- InvalidCredentials        [auth.invalid_credentials]  401 wrong email or password
+    +-- SignInThrottled           [auth.throttled]            429 too many failed sign-ins
     +-- CsrfRejected              [auth.csrf]                 403 missing/foreign origin or token
     +-- PermissionDenied          [permission.denied]         403 visible, but not for this role
     |   +-- InvitationForAnother  [invitation.other_user]     signed in as someone else
@@ -24,6 +25,7 @@ The tree (codes in brackets)::
     |   +-- AlreadyMember         [member.exists]
     |   +-- LastOwner             [member.last_owner]         a project keeps one owner
     +-- InvalidInput              [validation_failed]         422 (field names the culprit)
+        +-- WeakPassword          [password.weak]             field: password
         +-- InvalidCursor         [task.cursor_invalid]
         +-- SearchTooBroad        [task.search_too_broad]
 
@@ -47,6 +49,12 @@ class AuthRequired(Z4jError):
 
 class InvalidCredentials(Z4jError):
     code, status, title = "auth.invalid_credentials", 401, "Invalid email or password"
+
+
+class SignInThrottled(Z4jError):
+    """Raised with a Retry-After header: the seconds until this account and address may try."""
+
+    code, status, title = "auth.throttled", 429, "Too many failed sign-ins; try again later"
 
 
 class CsrfRejected(Z4jError):
@@ -123,6 +131,10 @@ class LastOwner(Conflict):
 
 class InvalidInput(Z4jError):
     code, status, title = "validation_failed", 422, "Invalid input"
+
+
+class WeakPassword(InvalidInput):
+    code, title = "password.weak", "Password not allowed"
 
 
 class InvalidCursor(InvalidInput):

@@ -13,27 +13,24 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import logging
 import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 
 from platformkit.db.scope import transaction
 from platformkit.ids import uuid7
-from platformkit.passwords import PasswordPolicy, hash_password, needs_rehash, verify_password
+from platformkit.passwords import needs_rehash, verify_password_or_dummy
 
 from z4j.actions import audit
 from z4j.actions.context import Ctx, User
-from z4j.actions.errors import InvalidCredentials
+from z4j.actions.errors import InvalidCredentials, SignInThrottled
 from z4j.actions.users import hash_in_thread, password_policy
 from z4j.brain import Brain
 from z4j.store import sessions as session_store
 from z4j.store import users as user_store
 
 EXTEND_AFTER = timedelta(hours=1)
-log = logging.getLogger("z4j.auth")
 
 
 @dataclass(frozen=True)
@@ -68,29 +65,29 @@ def csrf_valid(brain: Brain, session_id: uuid.UUID, candidate: str) -> bool:
     return hmac.compare_digest(candidate.encode(), csrf_token(brain, session_id).encode())
 
 
-@lru_cache(maxsize=4)
-def _dummy_hash(policy: PasswordPolicy) -> str:
-    return hash_password(secrets.token_urlsafe(16), policy)
-
-
 def _lifetime(brain: Brain) -> timedelta:
     return timedelta(days=brain.settings.session_days)
 
 
-async def login(brain: Brain, email: str, password: str) -> SignedIn:
-    """Check the password and open a session; InvalidCredentials whatever was wrong."""
+async def login(brain: Brain, email: str, password: str, source: str | None) -> SignedIn:
+    """Check the password and open a session; InvalidCredentials whatever was wrong.
+
+    Throttled per email and per source address (platformkit.signin): while either is locked
+    the answer is SignInThrottled with Retry-After and the password is not checked. An unknown
+    or inactive account costs the same argon2 work as a wrong password (a dummy hash)."""
     policy = password_policy()
+    account = user_store.normalize_email(email)
+    wait = await brain.sign_in.check(brain.pool, account, source)
+    if wait is not None:
+        raise SignInThrottled(headers={"Retry-After": str(wait)})
     async with transaction(brain.pool) as conn:
         row = await user_store.get_by_email(conn, email)
-    if row is None or not row["is_active"]:
-        # Spend the same time as a real check, so timing does not reveal which emails exist.
-        await asyncio.to_thread(verify_password, password, _dummy_hash(policy), policy)
-        log.info("failed sign-in for an unknown or inactive account")
+    stored = row["password_hash"] if row is not None else None
+    ok = await asyncio.to_thread(verify_password_or_dummy, stored, password, policy)
+    if row is None or not ok or not row["is_active"]:
+        await _failed(brain, account, source, row["id"] if row is not None else None)
         raise InvalidCredentials()
-    ok = await asyncio.to_thread(verify_password, password, row["password_hash"], policy)
-    if not ok:
-        log.info("failed sign-in", extra={"user_id": str(row["id"])})
-        raise InvalidCredentials()
+    await brain.sign_in.success(brain.pool, account)
     user = User.from_row(row)
     rehash = await hash_in_thread(password) if needs_rehash(row["password_hash"], policy) else None
     secret = secrets.token_urlsafe(32)
@@ -113,6 +110,31 @@ async def login(brain: Brain, email: str, password: str) -> SignedIn:
             details={"rehashed": rehash is not None},
         )
     return SignedIn(user, session_id, f"{session_id}.{secret}", expires_at)
+
+
+async def _failed(
+    brain: Brain, account: str, source: str | None, user_id: uuid.UUID | None
+) -> None:
+    """Count the failure; audit it when it names an account, and audit every lock it sets.
+    Failures for emails that are no account are counted, not audited."""
+    failure = await brain.sign_in.failure(brain.pool, account, source)
+    actions = ["auth.login_failed"] if user_id is not None else []
+    if failure.locked:
+        actions.append("auth.login_locked")
+    if not actions:
+        return
+    target_type = "user" if user_id is not None else None
+    async with transaction(brain.pool) as conn:
+        for action in actions:
+            await audit.record(
+                conn,
+                brain,
+                action,
+                actor=None,
+                target_type=target_type,
+                target_id=user_id,
+                details={**failure.details(), "source_ip": source},
+            )
 
 
 def _parse_cookie(value: str) -> tuple[uuid.UUID, str] | None:

@@ -9,17 +9,24 @@ import hmac
 import re
 
 from platformkit.db.scope import Conn, transaction
+from platformkit.password_rules import WeakPassword as RuleRefused
+from platformkit.password_rules import check_new_password
 from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy, hash_password
 
 from z4j.actions import audit
 from z4j.actions.context import Ctx, User
-from z4j.actions.errors import InvalidInput, PermissionDenied, SetupUnavailable, UserEmailTaken
+from z4j.actions.errors import (
+    InvalidInput,
+    PermissionDenied,
+    SetupUnavailable,
+    UserEmailTaken,
+    WeakPassword,
+)
 from z4j.brain import Brain
 from z4j.store import memberships, projects
 from z4j.store import users as user_store
 
 DEFAULT_PROJECT = "default"
-MIN_PASSWORD = 10
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
 _SETUP_LOCK = int.from_bytes(hashlib.sha256(b"z4j.setup").digest()[:8], "big", signed=True)
 _policy: PasswordPolicy = DEFAULT_POLICY
@@ -49,10 +56,13 @@ def check_email(email: str) -> str:
 
 
 def check_credentials_shape(email: str, password: str) -> str:
-    """Return the normalized email, or raise InvalidInput naming the field."""
+    """Return the normalized email, or raise InvalidInput naming the field. The password
+    follows the kernel's rule (platformkit.password_rules): WeakPassword, field password."""
     normalized = check_email(email)
-    if len(password) < MIN_PASSWORD:
-        raise InvalidInput(f"Passwords need at least {MIN_PASSWORD} characters.", field="password")
+    try:
+        check_new_password(password, user_inputs=(normalized,))
+    except RuleRefused as exc:
+        raise WeakPassword(exc.message, field="password", reason=exc.reason) from None
     return normalized
 
 

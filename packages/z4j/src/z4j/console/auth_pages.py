@@ -8,7 +8,12 @@ from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
 from z4j.actions import sessions, users
-from z4j.actions.errors import InvalidCredentials, InvalidInput, SetupUnavailable
+from z4j.actions.errors import (
+    InvalidCredentials,
+    InvalidInput,
+    SetupUnavailable,
+    SignInThrottled,
+)
 from z4j.api.v1 import cookies
 from z4j.api.v1.deps import brain_of, session_of
 from z4j.console.forms import (
@@ -28,6 +33,10 @@ def form_page(request: Request, template: str, status: int = 200, **context: Any
     response = render(request, template, status=status, form_csrf=token, **context)
     remember_anonymous_token(response, request, token)
     return response
+
+
+def client_address(request: Request) -> str | None:
+    return request.client.host if request.client is not None else None
 
 
 def _signed_in(request: Request, signed: sessions.SignedIn, target: str) -> Response:
@@ -54,12 +63,19 @@ async def login_page(request: Request, next: str = "/projects") -> Response:
 async def login_submit(request: Request) -> Response:
     form = await anonymous_form(request)
     email, target = field(form, "email"), safe_next(field(form, "next"))
+    password = field(form, "password")
     try:
-        signed = await sessions.login(brain_of(request), email, field(form, "password"))
+        signed = await sessions.login(brain_of(request), email, password, client_address(request))
     except InvalidCredentials as exc:
         return form_page(
             request, "login.html", status=401, next=target, email=email, error=exc.title
         )
+    except SignInThrottled as exc:
+        page = _form_page(
+            request, "login.html", status=429, next=target, email=email, error=exc.title
+        )
+        page.headers.update(exc.headers)
+        return page
     return _signed_in(request, signed, target)
 
 
@@ -97,5 +113,5 @@ async def setup_submit(request: Request) -> Response:
         return form_page(
             request, "setup.html", status=422, token=token, email=email, error=exc.detail
         )
-    signed = await sessions.login(brain, email, password)
+    signed = await sessions.login(brain, email, password, client_address(request))
     return _signed_in(request, signed, "/projects")

@@ -163,7 +163,8 @@ async def invitation_accept(request: Request, token: str) -> Response:
             offer=offer,
             error=exc.detail or exc.title,
         )
-    signed = await sessions.login(brain, user.email, password)
+    source = request.client.host if request.client is not None else None
+    signed = await sessions.login(brain, user.email, password, source)
     response = RedirectResponse(f"/projects/{project_id}", status_code=303)
     cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return response

@@ -15,7 +15,8 @@ router = APIRouter(tags=["auth"])
 @router.post("/auth/login", summary="Sign in; sets the session cookie")
 async def login(body: LoginIn, request: Request, response: Response) -> UserOut:
     brain = brain_of(request)
-    signed = await sessions.login(brain, body.email, body.password)
+    source = request.client.host if request.client is not None else None
+    signed = await sessions.login(brain, body.email, body.password, source)
     cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return UserOut.model_validate(signed.user)
 

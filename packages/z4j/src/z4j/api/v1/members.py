@@ -98,6 +98,7 @@ async def accept(
     user, project_id = await invitations.accept_with_new_account(
         brain, body.token, body.password, body.display_name
     )
-    signed = await sessions.login(brain, user.email, body.password)
+    source = request.client.host if request.client is not None else None
+    signed = await sessions.login(brain, user.email, body.password, source)
     cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
     return AcceptOut(project_id=project_id)

@@ -29,7 +29,7 @@ class UserOut(_Out):
 
 class UserIn(BaseModel):
     email: str = Field(max_length=320)
-    password: str = Field(min_length=1, max_length=1024)
+    password: str = Field(max_length=1024)
     display_name: str | None = Field(None, max_length=200)
     is_admin: bool = False
 
