@@ -71,7 +71,7 @@ async def login_submit(request: Request) -> Response:
             request, "login.html", status=401, next=target, email=email, error=exc.title
         )
     except SignInThrottled as exc:
-        page = _form_page(
+        page = form_page(
             request, "login.html", status=429, next=target, email=email, error=exc.title
         )
         page.headers.update(exc.headers)
