@@ -5,12 +5,16 @@ missing CLI fails the test."""
 
 from __future__ import annotations
 
+import json
 import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-__all__ = ["HARNESS_DIR", "harness_cli", "inspector_cli"]
+__all__ = ["HARNESS_DIR", "StandInAnthropic", "harness_cli", "inspector_cli"]
 
 HARNESS_DIR = Path(__file__).resolve().parents[4] / "tools" / "harnesses"
 INSTALL_HINT = "run `npm ci` in tools/harnesses"
@@ -34,3 +38,84 @@ def inspector_cli() -> Path:
     """The MCP inspector's command-line client (its entry script, run with node)."""
     entry = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
     return _required(entry / "index.js", "@modelcontextprotocol/inspector-cli")
+
+
+class StandInAnthropic:
+    """A stand-in for the Anthropic Messages API on loopback (``ANTHROPIC_BASE_URL``), speaking
+    its streaming format: while the request offers ``tool`` and holds no tool result yet, the
+    answer calls it with ``arguments``; after that, it ends the turn with a short text. Every
+    request's tool names are kept in ``offered``."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+        self.tool, self.arguments = tool, arguments
+        self.offered: list[list[str]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> StandInAnthropic:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _events(self, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        tools = [str(t.get("name")) for t in body.get("tools") or []]
+        self.offered.append(tools)
+        last = (body.get("messages") or [{}])[-1]
+        content = last.get("content") if isinstance(last.get("content"), list) else []
+        answered = any(c.get("type") == "tool_result" for c in content)
+        use = self.tool in tools and not answered
+        usage = {"input_tokens": 12, "output_tokens": 1}
+        start: dict[str, Any] = {"id": "msg_standin", "type": "message", "role": "assistant",
+                                 "model": body.get("model"), "content": [], "stop_reason": None,
+                                 "stop_sequence": None, "usage": usage}  # fmt: skip
+        block: dict[str, Any]
+        if use:
+            block = {"type": "tool_use", "id": "toolu_standin", "name": self.tool, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(self.arguments)}
+        else:
+            block, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": "done"}
+        return [
+            ("message_start", {"type": "message_start", "message": start}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 5},
+                               "delta": {"stop_reason": "tool_use" if use else "end_turn",
+                                         "stop_sequence": None}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]  # fmt: skip
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        stand_in = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if "count_tokens" in self.path:
+                    out = json.dumps({"input_tokens": 10}).encode()
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                    return
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.end_headers()
+                for event, data in stand_in._events(body):
+                    self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+                self.wfile.flush()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        return Handler

@@ -71,7 +71,14 @@ def _is_stop_hook(group: Any) -> bool:
 
 
 def _claude(cmd: ServerCommand, project: Path | None, home: Path, wait_s: int) -> list[ConfigFile]:
-    server = {"type": "stdio", "command": cmd.agentbus, "args": cmd.argv("mcp", "serve")}
+    # alwaysLoad: a session waits for the server to connect before its first model request
+    # (`claude -p` otherwise sends it at once, without our tools)
+    server = {
+        "type": "stdio",
+        "command": cmd.agentbus,
+        "args": cmd.argv("mcp", "serve"),
+        "alwaysLoad": True,
+    }
     hook = {
         "hooks": [
             {
