@@ -109,6 +109,8 @@ class EmbeddedPostgres:
         with self._lock():
             if self._running_pid() is None:
                 return
+            if self._as_root():
+                self._grant_search()
             self._run(
                 [
                     self._bin("pg_ctl"),
@@ -142,6 +144,17 @@ class EmbeddedPostgres:
     def _as_root(self) -> bool:
         return os.geteuid() == 0
 
+    def _grant_search(self) -> None:
+        """Let the server user traverse to its data dir and the binaries: only the search bit
+        on parents (like 0711), never listing. Done again before each pg_ctl, since something
+        else may have tightened a parent since the start (pytest resets its temp root to
+        0700, for one)."""
+        for path in (self.data_dir, POSTGRES_BIN_PATH.parent):
+            for parent in path.parents:
+                mode = parent.stat().st_mode
+                if not mode & stat.S_IXOTH:
+                    parent.chmod(mode | stat.S_IXOTH)
+
     def _prepare_user_and_permissions(self) -> None:
         self.data_dir.mkdir(mode=0o700, exist_ok=True)
         socket_dir = self.socket_dir
@@ -150,13 +163,7 @@ class EmbeddedPostgres:
             return
         entry = ensure_user_exists(SYSTEM_USER)
         assert entry is not None
-        # The server user must traverse to its data dir and read the binaries. Add only the
-        # search bit on parents (like 0711) instead of opening them for listing.
-        for path in (self.data_dir, POSTGRES_BIN_PATH.parent):
-            for parent in path.parents:
-                mode = parent.stat().st_mode
-                if not mode & stat.S_IXOTH:
-                    parent.chmod(mode | stat.S_IXOTH)
+        self._grant_search()
         readable = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
         ensure_folder_permissions(POSTGRES_BIN_PATH.parent, readable)
         for path in {self.data_dir, socket_dir}:
