@@ -67,8 +67,9 @@ def install_command(
     ] = IDLE_WAIT_S,
     as_json: JsonFlag = False,
 ) -> None:
-    """Connect a harness: its MCP entry (and hooks) in its own config files; registers the
-    agent first if needed. Running it again changes nothing."""
+    """Connect a harness: its MCP entry (and hooks) in its own config files.
+
+    Registers the agent first if needed. Running it again changes nothing."""
     where = paths(ctx)
     scope = _scope(project, user)
     with guarded(as_json):
@@ -106,8 +107,9 @@ def claude_code_hook(
     event: Annotated[str, typer.Argument(help="stop")],
     wait: Annotated[int, typer.Option("--wait", min=0, max=3600)] = IDLE_WAIT_S,
 ) -> None:
-    """Run by Claude Code (hook input on stdin): on `stop`, hand back new messages, or hold
-    the idle session up to --wait seconds for one."""
+    """Run by Claude Code as a hook (its input on stdin).
+
+    On `stop`, hand back new messages, or hold the idle session up to --wait seconds for one."""
     from agentbus_sidecar.adapters.claude import stop_hook
 
     if event != "stop":
