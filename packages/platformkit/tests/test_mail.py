@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import email
 import os
-import socket
 from collections.abc import Iterator
 from email import policy
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword
+from aiosmtpd.smtp import AuthResult, LoginPassword
 from platformkit.mail import (
     Mail,
     MailError,
@@ -21,30 +19,8 @@ from platformkit.mail import (
     SmtpSecurity,
     mailer_for,
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class _Inbox:
-    def __init__(self) -> None:
-        self.received: list[Envelope] = []
-
-    async def handle_RCPT(
-        self, server: Any, session: Any, envelope: Envelope, address: str, options: list[str]
-    ) -> str:
-        if address.startswith("nobody@"):
-            return "550 no such mailbox"
-        envelope.rcpt_tos.append(address)
-        return "250 OK"
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:
-        self.received.append(envelope)
-        return "250 OK"
+from platformkit.testing.services import free_port
+from platformkit.testing.smtp import SmtpInbox, smtp_server
 
 
 def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> Any:
@@ -53,20 +29,9 @@ def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data
 
 
 @pytest.fixture
-def smtp_server() -> Iterator[tuple[_Inbox, int]]:
-    inbox, port = _Inbox(), _free_port()
-    controller = Controller(
-        inbox,
-        hostname="127.0.0.1",
-        port=port,
-        authenticator=_authenticate,
-        auth_require_tls=False,
-    )
-    controller.start()
-    try:
-        yield inbox, port
-    finally:
-        controller.stop()
+def inbox() -> Iterator[SmtpInbox]:
+    with smtp_server(authenticator=_authenticate, auth_require_tls=False) as server:
+        yield server
 
 
 async def test_without_smtp_a_mail_lands_in_the_outbox(tmp_path: Path) -> None:
@@ -82,10 +47,9 @@ async def test_without_smtp_a_mail_lands_in_the_outbox(tmp_path: Path) -> None:
     assert "https://x/invite/abc" in message.get_body().get_content()  # type: ignore[union-attr]
 
 
-async def test_smtp_delivers_to_a_real_server_with_login(smtp_server: tuple[_Inbox, int]) -> None:
-    inbox, port = smtp_server
+async def test_smtp_delivers_to_a_real_server_with_login(inbox: SmtpInbox) -> None:
     mailer = SmtpMailer(
-        "127.0.0.1", port, "brain@example.com", SmtpSecurity.NONE, "mailer", "s3cret"
+        "127.0.0.1", inbox.port, "brain@example.com", SmtpSecurity.NONE, "mailer", "s3cret"
     )
     await mailer.send(Mail("ada@example.com", "Reset your password", "the link"))
     (envelope,) = inbox.received
@@ -95,10 +59,8 @@ async def test_smtp_delivers_to_a_real_server_with_login(smtp_server: tuple[_Inb
     assert b"Subject: Reset your password" in envelope.content
 
 
-async def test_a_refused_mail_is_a_mail_error_without_the_password(
-    smtp_server: tuple[_Inbox, int],
-) -> None:
-    inbox, port = smtp_server
+async def test_a_refused_mail_is_a_mail_error_without_the_password(inbox: SmtpInbox) -> None:
+    port = inbox.port
     mailer = SmtpMailer("127.0.0.1", port, "b@example.com", SmtpSecurity.NONE, "mailer", "s3cret")
     with pytest.raises(MailError) as caught:
         await mailer.send(Mail("nobody@example.com", "s", "t"))
@@ -108,7 +70,7 @@ async def test_a_refused_mail_is_a_mail_error_without_the_password(
 
 
 async def test_a_server_that_is_down_is_a_mail_error() -> None:
-    mailer = SmtpMailer("127.0.0.1", _free_port(), "b@example.com", SmtpSecurity.NONE)
+    mailer = SmtpMailer("127.0.0.1", free_port(), "b@example.com", SmtpSecurity.NONE)
     with pytest.raises(MailError):
         await mailer.send(Mail("ada@example.com", "s", "t"))
 

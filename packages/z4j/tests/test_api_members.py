@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import email
 import re
-import socket
 import uuid
 from collections.abc import Iterator
 from email import policy
@@ -13,8 +12,8 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import Envelope
+from platformkit.testing.services import free_port
+from platformkit.testing.smtp import SmtpInbox, smtp_server
 from z4j.brain import Brain
 from z4j.settings import Settings
 
@@ -217,38 +216,17 @@ async def test_roles_change_and_members_leave_but_a_project_keeps_an_owner(seed:
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-class _Inbox:
-    def __init__(self) -> None:
-        self.received: list[Envelope] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:
-        self.received.append(envelope)
-        return "250 OK"
-
-
 @pytest.fixture
-def smtp_inbox() -> Iterator[tuple[_Inbox, int]]:
-    inbox, port = _Inbox(), _free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield inbox, port
-    finally:
-        controller.stop()
+def smtp_inbox() -> Iterator[SmtpInbox]:
+    with smtp_server() as inbox:
+        yield inbox
 
 
 async def test_with_smtp_configured_the_invitation_goes_to_the_mail_server(
-    seed: Seed, brain: Brain, client: httpx.AsyncClient, smtp_inbox: tuple[_Inbox, int]
+    seed: Seed, brain: Brain, client: httpx.AsyncClient, smtp_inbox: SmtpInbox
 ) -> None:
-    inbox, port = smtp_inbox
-    brain.settings.smtp_host, brain.settings.smtp_port = "127.0.0.1", port
+    inbox = smtp_inbox
+    brain.settings.smtp_host, brain.settings.smtp_port = "127.0.0.1", inbox.port
     brain.settings.smtp_security = brain.settings.smtp_security.NONE
     owner = await seed.user("own@example.com")
     project = await seed.project(owner)
@@ -264,7 +242,7 @@ async def test_with_smtp_configured_the_invitation_goes_to_the_mail_server(
         "/api/v1/invitations/accept", json={"token": match.group(1), "password": NEW_PASSWORD}
     )
     assert accepted.status_code == 200
-    brain.settings.smtp_port = _free_port()  # nothing listens there
+    brain.settings.smtp_port = free_port()  # nothing listens there
     async with seed.signed_in("own@example.com") as http:
         failed = await _invite(http, project, "bob@example.com", "viewer")
     assert failed.status_code == 502
