@@ -13,5 +13,7 @@ echo "== bytecode";            uv sync --frozen --quiet --compile-bytecode
                                uv run --frozen python -m compileall -q packages
 # Two test processes, a test file to each at a time (pytest-xdist): most of a test's time is
 # spent waiting on the servers it started, so two files at once take about half the time.
-# Pass -n 0 to run in one process.
-echo "== pytest";              uv run --frozen pytest -n 2 --dist loadfile "$@"
+# Modules that take minutes are marked long_module and run first, so that neither process is
+# left alone with one at the end (platformkit.testing.plugin). The slowest tests are listed at
+# the end of the run. Pass -n 0 to run in one process.
+echo "== pytest";              uv run --frozen pytest -n 2 --dist loadfile --durations=25 "$@"

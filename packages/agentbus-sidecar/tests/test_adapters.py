@@ -104,6 +104,15 @@ async def test_every_harness_installs_idempotently_and_uninstalls_exactly(
     assert "hook claude-code stop --wait 60" in claude["hooks"]["Stop"][0]["hooks"][0]["command"]
     opencode = json.loads((project / "opencode.json").read_text())
     assert opencode["mcp"]["agentbus"]["type"] == "local"
+    assert codex["notify"][-3:] == ["hook", "codex", "notify"]  # type: ignore[index]
+    assert str(agent.creds_path) in codex["notify"]  # type: ignore[operator]
+    gemini = json.loads((project / ".gemini" / "settings.json").read_text())
+    after = gemini["hooks"]["AfterAgent"][0]["hooks"][0]
+    assert "hook gemini after-agent --wait 60" in after["command"]
+    assert after["timeout"] == 90_000
+    plugin = (project / ".opencode" / "plugins" / "agentbus.js").read_text()
+    assert "session.idle" in plugin
+    assert json.dumps(str(agent.creds_path)) in plugin
     for harness in HARNESSES:
         for scope in (project, None):
             uninstall(harness.name, agent.creds_path, agent.state_dir, project=scope)
@@ -111,7 +120,23 @@ async def test_every_harness_installs_idempotently_and_uninstalls_exactly(
     assert json.loads((project / ".gemini" / "settings.json").read_text()) == {"theme": "dark"}
     assert not (project / ".mcp.json").exists()
     assert not (project / "opencode.json").exists()
+    assert not (project / ".opencode" / "plugins" / "agentbus.js").exists()
     assert not (home / ".claude.json").exists()
+
+
+async def test_a_notify_program_of_the_users_is_kept(
+    agent: Agent, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    (tmp_path / "codex").mkdir()
+    theirs = 'notify = ["notify-send", "codex"]\n'
+    (tmp_path / "codex" / "config.toml").write_text(theirs)
+    await install("codex", agent.creds_path, agent.state_dir, project=None, wait_s=60)
+    config = tomlkit.parse((tmp_path / "codex" / "config.toml").read_text())
+    assert config["notify"] == ["notify-send", "codex"]
+    assert "agentbus" in config["mcp_servers"]  # type: ignore[operator]
+    uninstall("codex", agent.creds_path, agent.state_dir, project=None)
+    assert (tmp_path / "codex" / "config.toml").read_text() == theirs
 
 
 def _stored(agent: Agent, make_delivery: DeliveryFactory, seq: int) -> str:

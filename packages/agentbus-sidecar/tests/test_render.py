@@ -74,6 +74,11 @@ def test_a_trace_step_says_what_it_holds() -> None:
     assert trace_event_text(failed) == "task.state_changed  in_progress -> failed  (tests broke)"
     refused = _step("message.read", 1) | {"error_code": "AB-3001"}
     assert trace_event_text(refused) == "message.read  attempt 1  AB-3001"
+    dead = _step("message.dead_lettered", 10, {"reason": "max_deliveries"})
+    assert trace_event_text(dead) == "message.dead_lettered  max_deliveries  attempt 10"
+    pol = "pol_01a12f72923b7c4d9e8f0a1b2c3d4e5f"
+    discarded = _step("message.discarded", 1, {"policy_id": pol}) | {"error_code": "AB-4004"}
+    assert trace_event_text(discarded) == f"message.discarded  attempt 1  AB-4004  policy {pol}"
 
 
 def test_the_inbox_says_how_many_files_a_message_attached() -> None:

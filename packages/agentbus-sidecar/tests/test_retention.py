@@ -30,13 +30,22 @@ def test_retention_rules(db: sqlite3.Connection) -> None:
         )
     for msg_id, days in (("seen_old", 8), ("seen_new", 6)):
         db.execute("INSERT INTO seen_msg_ids (msg_id, seen_at) VALUES (?, ?)", (msg_id, ago(days)))
+    for usage_id, days, uploaded in (
+        ("usg_up_old", 8, 1),
+        ("usg_up_new", 6, 1),
+        ("usg_kept", 30, 0),
+    ):
+        db.execute(
+            "INSERT INTO usage_local (id, recorded_at, body, uploaded) VALUES (?, ?, x'7b7d', ?)",
+            (usage_id, ago(days), uploaded),
+        )
     db.execute(
         "INSERT INTO outbox (id, kind, body, created_at, next_attempt_at) "
         "VALUES ('msg_x', 'send', x'7b7d', ?, ?)",
         (ago(90), ago(90)),
     )
 
-    assert prune(db, now) == {"inbox": 1, "receipts": 1, "seen_msg_ids": 1}
+    assert prune(db, now) == {"inbox": 1, "receipts": 1, "seen_msg_ids": 1, "usage_local": 1}
 
     def ids(sql: str) -> set[str]:
         return {row[0] for row in db.execute(sql)}
@@ -45,4 +54,6 @@ def test_retention_rules(db: sqlite3.Connection) -> None:
     assert ids("SELECT rcp_id FROM receipts") == {"rcp_new"}
     assert ids("SELECT msg_id FROM seen_msg_ids") == {"seen_new"}
     assert ids("SELECT id FROM outbox") == {"msg_x"}  # outbox rows go only on success
-    assert prune(db, now) == {"inbox": 0, "receipts": 0, "seen_msg_ids": 0}
+    # a record not uploaded yet is kept however old it is: the gateway does not have it
+    assert ids("SELECT id FROM usage_local") == {"usg_up_new", "usg_kept"}
+    assert prune(db, now) == {"inbox": 0, "receipts": 0, "seen_msg_ids": 0, "usage_local": 0}

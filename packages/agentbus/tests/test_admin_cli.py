@@ -1,6 +1,6 @@
-"""The admin CLI end to end: tenants, workspaces, users and tokens, through CliRunner against a
-real database. A token is printed once, only its SHA-256 is stored, and after revocation or
-expiry it no longer verifies."""
+"""The admin CLI end to end: tenants, workspaces, users, tokens and policies, through CliRunner
+against a real database. A token is printed once, only its SHA-256 is stored, and after
+revocation or expiry it no longer verifies."""
 
 from __future__ import annotations
 
@@ -15,9 +15,11 @@ import psycopg
 import pytest
 from agentbus import db
 from agentbus.cli import app as cli
+from agentbus.console.sessions import use_link
 from agentbus.errors import AgentBusError, TokenExpired, TokenRevoked
 from agentbus.gateway.signing import ensure_signing_key
 from agentbus.keys import load_or_create_keyring
+from agentbus.policies.model import DEFAULT_NAME
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token
 from typer.testing import CliRunner, Result
 
@@ -141,6 +143,7 @@ def test_tokens_create_list_revoke(admin: Admin) -> None:
     assert [(r["action"], r["actor_type"]) for r in reversed(logged)] == [
         ("tenant.create", "platform"),
         ("user.create", "platform"),
+        ("policy.create", "platform"),  # the default policy
         ("token.create", "platform"),
         ("workspace.create", "platform"),
         ("token.create", "platform"),
@@ -240,3 +243,66 @@ def test_an_operator_restores_an_owner_to_a_locked_out_tenant(admin: Admin) -> N
     entry = next(row for row in json.loads(audit) if row["action"] == "user.update")
     assert entry["actor_type"] == "platform", entry
     assert admin("users", "restore-owner", "--tenant", tenant, "usr_" + "0" * 32, ok=False)
+
+
+def test_a_console_link_for_an_owner_signs_in_once(admin: Admin) -> None:
+    out = admin(
+        "tenants", "create", "epsilon", "--name", "Epsilon", "--owner-email", "o@eps.example"
+    ).output
+    tenant = first_id("ten", out)
+    out = admin("users", "console-link", "--tenant", tenant, "o@eps.example",
+                "--base-url", "https://bus.example/").output  # fmt: skip
+    prefix = "https://bus.example/console/sign-in?link="
+    assert out.startswith(prefix)
+    link = out.strip().removeprefix(prefix)
+
+    async def go() -> tuple[str | None, str | None]:
+        pool = await db.open_app_pool(admin.url, max_size=1)
+        try:
+            return await use_link(pool, link), await use_link(pool, link)
+        finally:
+            await pool.close()
+
+    first, second = asyncio.run(go())
+    assert first is not None
+    assert second is None  # a link works once
+    refused = admin("users", "console-link", "--tenant", tenant, "nobody@eps.example", ok=False)
+    assert "AB-8002" in refused.output or "not_found" in refused.output
+
+
+def test_policies_from_the_operators_side(admin: Admin, tmp_path: Path) -> None:
+    out = admin("tenants", "create", "acme", "--name", "Acme", "--owner-email", "o@acme.example")
+    tenant = first_id("ten", out.output)
+    [default] = admin.json("policies", "list", "--tenant", tenant)
+    assert (default["name"], default["version"], default["enabled"]) == (DEFAULT_NAME, 1, True)
+
+    text = tmp_path / "cap.cedar"
+    text.write_text("forbid(principal, action, resource) when { context.size_bytes > 4096 };\n")
+    created = admin("policies", "create", "--tenant", tenant, "size-cap", "--file", str(text))
+    policy = first_id("pol", created.output)
+    text.write_text("forbid(principal, action, resource) when { context.sizes > 1 };\n")
+    refused = admin(
+        "policies", "version", "--tenant", tenant, policy, "--file", str(text), ok=False
+    )
+    assert "AB-4003" in refused.output or "policy_invalid" in refused.output, refused.output
+    text.write_text("forbid(principal, action, resource) when { context.size_bytes > 1024 };\n")
+    assert (
+        "version 2"
+        in admin("policies", "version", "--tenant", tenant, policy, "--file", str(text)).output
+    )
+    admin("policies", "disable", "--tenant", tenant, policy)
+    listed = {p["name"]: p for p in admin.json("policies", "list", "--tenant", tenant)}
+    assert (listed["size-cap"]["version"], listed["size-cap"]["enabled"]) == (2, False)
+    assert listed["size-cap"]["versions"] == 2
+
+    shown = admin("policies", "show", "--tenant", tenant, policy).output
+    assert "context.size_bytes > 4096" in shown
+    ran = json.loads(admin(
+        "policies", "dry-run", "--tenant", tenant, "--file", str(text), "--json"
+    ).output)  # fmt: skip
+    assert ran == {"replayed": 0, "refused": []}
+    assert "action send, request_task, accept_task, read" in admin("policies", "schema").output
+
+    actions = [row["action"] for row in admin.json("audit", "--tenant", tenant)]
+    for action in ("policy.create", "policy.version", "policy.disable"):
+        assert action in actions

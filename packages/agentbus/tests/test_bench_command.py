@@ -47,13 +47,14 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     def run() -> None:
         bench.bench(
             40, 200, database_url=pg_admin_url, nats_url=nats_url, lanes=2, warmup=4, lone=5,
-            emit=rows.append,
+            policies="realistic", emit=rows.append,
         )  # fmt: skip
 
     await asyncio.to_thread(run)
 
     assert rows[0]["bench"] == "host"
     assert rows[0]["median_piece_ms"] > 0
+    assert {row["analytics"] for row in rows} == {True}  # the default: chDB ingests beside
     lone = rows[1]
     assert (lone["mode"], lone["rounds"]) == ("lone", 5)
     assert 0 < lone["round_p50_ms"] <= lone["round_p99_ms"]
@@ -75,6 +76,7 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
         if row["bench"] == "gateway":
             assert (row["workers"], row["lanes"], row["payloads"]) == (1, 2, "store")
+            assert row["policies"] == "realistic"  # its forbids refuse none of the messages
             opens = row["payload_opens"]  # a redelivery opens its payload again
             assert (opens["inline"], opens["store"] >= 40) == (0, True), opens
         assert row["msgs_per_sec"] > 0
@@ -90,7 +92,7 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     assert list(rows[-1]["goals"]) == ["p50_ms<5@200/s", "p99_ms<25@200/s", "msgs_per_sec>=2000"]
 
     assert _bench_databases(pg_admin_url) == []
-    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}
+    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES", "SYS_AUDIT"}
 
 
 async def test_bench_over_the_delivery_websocket(
@@ -155,7 +157,7 @@ async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(
         log.close()
     assert process.returncode != 0
     assert _bench_databases(pg_admin_url) == []
-    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES"}
+    assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES", "SYS_AUDIT"}
 
 
 def test_the_gateway_runs_without_request_rates(

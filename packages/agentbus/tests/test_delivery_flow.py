@@ -16,7 +16,6 @@ from agentbus.delivery import jetstream, outcomes, store
 from agentbus.delivery.domain import Status
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.policy import Decision, SendRequest
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -239,22 +238,6 @@ async def test_tokens_and_batches_are_checked(
     assert reply.json()["code"] == "AB-5009"
     reply = await client.get("/v1/inbox", params={"wait_s": 31}, headers=bob.headers())
     assert reply.json()["code"] == "AB-8001"
-
-
-async def test_policy_in_force_at_delivery_discards(
-    gateway: Gateway, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
-) -> None:
-    client, (_world, alice, bob) = gateway_client, pair
-
-    class DenyAll:
-        async def decide(self, request: SendRequest) -> Decision:
-            return Decision(False, reason="closed for the night")
-
-    env = alice.envelope(bob.address, {"text": "allowed when sent"})
-    await post_envelope(client, alice, env)
-    gateway.policy = DenyAll()
-    assert (await poll(client, bob, wait_s=2))["deliveries"] == []
-    assert (await status_of(client, alice, env["id"]))["status"] == "discarded"
 
 
 async def test_a_vanished_consumer_is_recreated_and_old_copies_suppressed(

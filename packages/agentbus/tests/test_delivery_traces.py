@@ -13,6 +13,7 @@ import pytest
 from agentbus.actions import workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
+from agentbus.delivery.domain import MAX_DELIVER, MAX_DELIVERIES
 from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import (
@@ -20,6 +21,7 @@ from agentbus.gateway.testkit import (
     World,
     enroll,
     make_world,
+    nak_until_dead_lettered,
     owner_token,
     post_envelope,
 )
@@ -156,31 +158,72 @@ async def test_only_the_parties_see_a_trace_a_receipt_or_a_trace_id(
         assert (await _get(client, alice, path, 404))["code"] == "AB-8002"
 
 
-_moments = st.lists(
-    st.one_of(st.none(), st.integers(min_value=0, max_value=10**7)), min_size=4, max_size=4
-)
+_steps = st.lists(
+    st.tuples(st.sampled_from(["message.fetched", "message.nak", "task"]),
+              st.integers(min_value=0, max_value=10**7)),
+    min_size=1, max_size=12,
+)  # fmt: skip
 
 
-@given(_moments)
-def test_a_timeline_is_in_time_order_and_its_latencies_add_up(offsets: list[int | None]) -> None:
+@given(_steps)
+def test_a_timeline_is_in_time_order_and_its_latencies_add_up(
+    steps: list[tuple[str, int]],
+) -> None:
     base = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    history = [
+        {"event": event, "event_time": base + timedelta(milliseconds=offset), "attempt": 1,
+         "actor": "gateway", "error_code": None, "policy_id": None, "details": {}}
+        for event, offset in steps if event != "task"
+    ]  # fmt: skip
+    history.sort(key=lambda row: row["event_time"])  # as the store reads them
+    moves = [
+        {"at": base + timedelta(milliseconds=offset), "from_state": None, "to_state": "submitted",
+         "reason": None, "by_msg_id": None}
+        for event, offset in steps if event == "task"
+    ]  # fmt: skip
 
-    def at(offset: int | None) -> datetime | None:
-        return None if offset is None else base + timedelta(milliseconds=offset)
+    events = timeline(history, moves)
 
-    published, fetched, delivered, read = (at(o) for o in offsets)
-    message = {"accepted_at": base, "stream_seq": 7, "delivered_at": delivered, "read_at": read}
-    delivery = {"attempt": 2, "last_fetched_at": fetched}
-    issued = [{"issued_at": published, "stream_seq": 7}] if published else []
-
-    events = timeline(message, delivery, issued, [])
-
-    present = [o for o in offsets if o is not None]
-    assert len(events) == 1 + len(present)
-    assert events[0]["event"] == "message.accepted"
+    assert len(events) == len(steps)
+    assert events[0]["latency_ms"] is None
     latencies = [e["latency_ms"] for e in events[1:]]
     assert all(latency >= 0 for latency in latencies)
-    assert sum(latencies) == max(present, default=0)
+    offsets = [offset for _event, offset in steps]
+    assert sum(latencies) == max(offsets) - min(offsets)
+
+
+async def test_a_redriven_message_keeps_its_whole_story(
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    trio: tuple[World, SimAgent, SimAgent, SimAgent],
+) -> None:
+    """Every attempt, nak and the dead-lettering stay in the trace after a redrive, and the
+    second life follows them."""
+    client, (world, alice, bob, _carol) = gateway_client, trio
+    env = alice.envelope(bob.address, {"text": "again and again"})
+    first_seq = (await post_envelope(client, alice, env))["receipt"]["seq"]
+    await nak_until_dead_lettered(gateway, client, world, bob, env["id"])
+    reply = await client.post(f"/v1/messages/{env['id']}/redrive", headers=alice.headers())
+    assert reply.status_code == 202, reply.text
+    second_seq = reply.json()["stream_seq"]
+    await _receive(client, bob, env["id"])
+
+    trace = await _get(client, alice, f"/v1/messages/{env['id']}/trace")
+
+    steps = [(e["event"], e["attempt"]) for e in trace["events"]]
+    first_life = [("message.accepted", 0), ("message.published", 0)]
+    for attempt in range(1, MAX_DELIVER + 1):
+        first_life += [("message.fetched", attempt), ("message.nak", attempt)]
+    assert steps[: len(first_life)] == first_life
+    rest = [event for event, _attempt in steps[len(first_life) :]]
+    assert rest == ["message.dead_lettered", "message.redriven", "message.fetched",
+                    "message.delivered", "message.read"]  # fmt: skip
+    by_name = {e["event"]: e for e in trace["events"]}
+    assert by_name["message.published"]["details"] == {"stream_seq": first_seq}
+    assert by_name["message.redriven"]["details"] == {"stream_seq": second_seq}
+    assert by_name["message.dead_lettered"]["details"]["reason"] == MAX_DELIVERIES
+    assert by_name["message.delivered"]["attempt"] == 1
+    assert trace["delivery"]["dlq_reason"] is None  # the current state forgot it; events did not
 
 
 async def test_operators_list_dead_letters_and_agents_their_own_messages(

@@ -1,19 +1,24 @@
 """A real Claude Code session (``claude -p``, from npm) on a stand-in Anthropic API on loopback,
 configured by ``agentbus install claude-code`` (the project's .mcp.json, no --mcp-config): the
-scripted model calls our ``send`` tool, and the message reaches bob's sidecar."""
+scripted model calls our ``send`` tool, and the message reaches bob's sidecar. The Stop hook
+stores the session's usage from its transcript, one record per model call, and the next
+``agentbus`` command uploads it: the gateway holds it with its computed cost."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
+import psycopg
 import pytest
 from agentbus.e2e import BIN, World, until, wait_received
 from agentbus.e2e_harnesses import StandInAnthropic, harness_cli
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.long_module]  # long: run first
+MODEL = "claude-sonnet-4-5-20250929"
 
 
 async def test_a_claude_code_session_sends_through_our_mcp_server(
@@ -39,7 +44,7 @@ async def test_a_claude_code_session_sends_through_our_mcp_server(
     arguments = {"to": bob.address, "text": "hello from claude code"}
     with StandInAnthropic("mcp__agentbus__send", arguments) as model:
         process = await asyncio.create_subprocess_exec(
-            claude, "-p", "say hello to bob", "--output-format", "json",
+            claude, "-p", "say hello to bob", "--output-format", "json", "--model", MODEL,
             "--allowedTools", "mcp__agentbus__send",
             env={**env, "ANTHROPIC_BASE_URL": model.url}, cwd=project,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
@@ -59,3 +64,20 @@ async def test_a_claude_code_session_sends_through_our_mcp_server(
 
     msg_ids = await until(arrived, 60, "claude's message at bob")
     await wait_received(bob, set(msg_ids), 30, pair.stack)
+
+    # Usage: one record per model call (tool use, then the answer), uploaded by the next command.
+    records = [json.loads(bytes(r["body"])) for r in alice.query("SELECT body FROM usage_local")]
+    assert len(records) == 2, records
+    assert {(r["model"], r["input_tokens"], r["output_tokens"]) for r in records} == {
+        (MODEL, 12, 5)
+    }
+    await alice.cli("inbox")
+    assert alice.query("SELECT id FROM usage_local WHERE uploaded = 0") == []
+    with psycopg.connect(pair.stack.database_url) as conn:
+        rows = conn.execute(
+            "SELECT cost_usd, cost_source, confidence, harness FROM usage"
+            " WHERE agent_id = %s::uuid",
+            (str(alice.agent_id).removeprefix("agt_"),),
+        ).fetchall()
+    # 12 x $3 + 5 x $15 + 2,000 x $0.30 + 300 x $3.75 per million tokens
+    assert sorted(map(tuple, rows)) == [(Decimal("0.001836"), "computed", "exact", "claude")] * 2

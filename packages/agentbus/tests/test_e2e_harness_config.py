@@ -89,6 +89,49 @@ async def test_codex_lists_our_server(pair: World, folders: tuple[Path, Path]) -
     assert ours, servers
     assert ours[0]["enabled"], servers
     assert ours[0]["transport"]["args"][-2:] == ["mcp", "serve"], ours
+    assert 'notify = ["' in (home / ".codex" / "config.toml").read_text()  # accepted above
+
+
+async def test_each_harness_hook_stores_its_usage(pair: World, tmp_path: Path) -> None:
+    """The hook commands as the harnesses run them (usage in, nothing to hand back)."""
+    alice, agentbus = pair.alice, str(BIN / "agentbus")
+    env = {**alice.env, "CODEX_HOME": str(tmp_path / "codex")}
+    recording = tmp_path / "gemini.jsonl"
+    tokens = {"input": 100, "output": 5, "cached": 0, "thoughts": 0}
+    answer = {"id": "g1", "type": "gemini", "model": "gemini-2.5-flash",
+              "timestamp": "2026-11-02T10:00:00.000Z", "tokens": tokens}  # fmt: skip
+    recording.write_text(json.dumps(answer) + "\n")
+    thread = "0199a213-81c0-7800-8aa1-bbab2a035a53"
+    rollout = tmp_path / "codex" / "sessions" / "2026" / "11" / "02" / f"rollout-x-{thread}.jsonl"
+    rollout.parent.mkdir(parents=True)
+    last = {"input_tokens": 50, "cached_input_tokens": 0, "output_tokens": 7}
+    info = {"total_token_usage": {"total_tokens": 57}, "last_token_usage": last}
+    rollout.write_text(
+        json.dumps({"type": "turn_context", "payload": {"model": "gpt-5-codex"}}) + "\n"
+        + json.dumps({"type": "event_msg", "payload": {"type": "token_count", "info": info}})
+        + "\n"
+    )  # fmt: skip
+    message = {"id": "m1", "sessionID": "s1", "role": "assistant", "modelID": "gpt-5",
+               "providerID": "openai", "cost": 0.5, "tokens": {"input": 1, "output": 2},
+               "time": {"completed": 1_790_000_000_000}}  # fmt: skip
+    for argv, stdin in (
+        ([agentbus, "hook", "gemini", "after-agent", "--wait", "0"],
+         {"session_id": "s1", "transcript_path": str(recording)}),
+        ([agentbus, "hook", "codex", "notify",
+          json.dumps({"type": "agent-turn-complete", "thread-id": thread})], {}),
+        ([agentbus, "hook", "opencode", "usage"], message),
+        ([agentbus, "hook", "opencode", "idle", "--wait", "0"], {"sessionID": "s1"}),
+    ):  # fmt: skip
+        process = await asyncio.create_subprocess_exec(
+            *argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(process.communicate(json.dumps(stdin).encode()), 60)
+        assert process.returncode == 0, (argv, out)
+        assert out.strip() == b"", (argv, out)  # nothing arrived: nothing to hand back
+    stored = {json.loads(bytes(r["body"]))["harness"] for r in alice.query(
+        "SELECT body FROM usage_local")}  # fmt: skip
+    assert stored == {"gemini", "codex", "opencode"}
 
 
 async def test_gemini_connects_to_our_server(pair: World, folders: tuple[Path, Path]) -> None:
@@ -101,6 +144,8 @@ async def test_gemini_connects_to_our_server(pair: World, folders: tuple[Path, P
     (home / ".gemini" / "trustedFolders.json").write_text(json.dumps(trusted))
     listed = await run([str(harness_cli("gemini")), "mcp", "list"], env, project)
     assert "Connected" in line_of(listed), listed
+    settings = json.loads((project / ".gemini" / "settings.json").read_text())
+    assert "hook gemini after-agent" in json.dumps(settings["hooks"]["AfterAgent"])
 
 
 async def test_opencode_connects_to_our_server(pair: World, folders: tuple[Path, Path]) -> None:
@@ -109,8 +154,10 @@ async def test_opencode_connects_to_our_server(pair: World, folders: tuple[Path,
     await install(pair.alice, env, project, "opencode", "--project", str(project))
     listed = await run([str(harness_cli("opencode")), "mcp", "list"], env, project)
     assert "connected" in line_of(listed), listed
+    assert "session.idle" in (project / ".opencode" / "plugins" / "agentbus.js").read_text()
     again = await install(pair.alice, env, project, "opencode")
-    assert [f["outcome"] for f in again["files"]] == ["unchanged"]
+    assert [f["outcome"] for f in again["files"]] == ["unchanged", "unchanged"]
     await run([str(BIN / "agentbus"), "uninstall", "opencode"], env, project)
+    assert not (project / ".opencode" / "plugins" / "agentbus.js").exists()
     left = json.loads((project / "opencode.json").read_text())  # opencode may add its $schema
     assert "agentbus" not in left.get("mcp", {}), left

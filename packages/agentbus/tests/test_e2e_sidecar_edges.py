@@ -44,7 +44,7 @@ from agentbus_sidecar.store import outbox
 from agentbus_sidecar.sync import flush
 from platformkit.testing.services import service_missing
 
-pytestmark = pytest.mark.timeout(360)
+pytestmark = [pytest.mark.timeout(360), pytest.mark.long_module]  # long: run first
 
 
 def cached_credential(path: Path) -> dict[str, object]:

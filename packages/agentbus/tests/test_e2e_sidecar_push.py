@@ -21,7 +21,7 @@ from agentbus_sidecar.runtime import open_runtime
 from agentbus_sidecar.sync import PUSH, run
 from prometheus_client.parser import text_string_to_metric_families
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.long_module]  # long: run first
 
 PUSHED = "receiving over the delivery WebSocket"
 

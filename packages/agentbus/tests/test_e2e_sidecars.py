@@ -35,7 +35,7 @@ from agentbus_sidecar.actions.sending import send_message
 from agentbus_sidecar.runtime import Runtime, open_runtime
 from agentbus_sidecar.store import outbox
 
-pytestmark = pytest.mark.timeout(360)
+pytestmark = [pytest.mark.timeout(360), pytest.mark.long_module]  # long: run first
 
 
 async def test_messages_and_a_task_between_two_sidecars(pair: World) -> None:

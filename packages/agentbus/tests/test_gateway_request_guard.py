@@ -127,3 +127,14 @@ async def test_bad_text_in_a_query_or_path_names_the_parameter(
         assert problem["field"] == "capability"
     reply = await gateway_client.get("/v1/workspaces/ws%00x", headers=auth(world))
     assert assert_ab(reply, 422, "AB-8001")["field"] == "workspace_id"
+
+
+async def test_nul_in_a_multipart_field_is_ab_8001_naming_it(
+    gateway_client: httpx.AsyncClient, world: World
+) -> None:
+    """AgentBus has no HTML forms; its API refuses a multipart body with NUL in a field (and
+    an upload) before a route reads it, never a 500."""
+    for files in ({"name": (None, "a\x00b")}, {"name": ("x.txt", b"x", "text/plain")}):
+        reply = await gateway_client.post("/v1/workspaces", files=files, headers=auth(world))
+        problem = assert_ab(reply, 422, "AB-8001")
+        assert "name" in json.dumps(problem)

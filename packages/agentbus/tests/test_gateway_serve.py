@@ -1,6 +1,6 @@
 """``agentbus-gateway serve`` as a real process (granian, migrations, NATS, signing key) answers
-``/healthz`` and ``/readyz``, says where it keeps payloads, and stops on SIGTERM; with a keyring
-that did not wrap the database's keys it does not start."""
+``/healthz`` and ``/readyz``, says where it keeps payloads and analytics and where the console is,
+and stops on SIGTERM; with a keyring that did not wrap the database's keys it does not start."""
 
 from __future__ import annotations
 
@@ -62,9 +62,10 @@ async def test_serve_answers_healthz(agentbus_db: str, nats_url: str, tmp_path: 
             await process.wait()
         log.close()
     assert (tmp_path / "config" / "keyring.json").stat().st_mode & 0o077 == 0
-    assert (
-        f"payloads in {tmp_path / 'config' / 'objects'}\n" in (tmp_path / "serve.log").read_text()
-    )
+    said = (tmp_path / "serve.log").read_text()
+    assert f"payloads in {tmp_path / 'config' / 'objects'}\n" in said
+    assert f"console: http://127.0.0.1:{port}/console (" in said
+    assert f"analytics in chDB at {tmp_path / 'config' / 'analytics'}\n" in said
 
 
 @pytest.mark.parametrize("keyring", ["another", "none"])

@@ -50,18 +50,19 @@ async def _age(agentbus_db: str, msg_ids: list[str], interval: str) -> None:
         )
 
 
-async def _counts(gateway: Gateway, tenant_id: Any, msg_id: str) -> tuple[int, int, int]:
-    """(messages, delivery_state, receipts) rows of one message."""
+async def _counts(gateway: Gateway, tenant_id: Any, msg_id: str) -> tuple[int, int, int, bool]:
+    """(messages, delivery_state, receipts) rows of one message, and whether it has events."""
     async with tenant_transaction(gateway.pool, SCOPE, tenant_id) as conn:
         cur = await conn.execute(
             """SELECT (SELECT count(*) FROM messages WHERE id = %(m)s) AS messages,
                       (SELECT count(*) FROM delivery_state WHERE msg_id = %(m)s) AS states,
-                      (SELECT count(*) FROM receipts WHERE msg_id = %(m)s) AS receipts""",
+                      (SELECT count(*) FROM receipts WHERE msg_id = %(m)s) AS receipts,
+                      EXISTS (SELECT 1 FROM events WHERE message_id = %(m)s) AS history""",
             {"m": parse_id("msg", msg_id)},
         )
         row = await cur.fetchone()
     assert row is not None
-    return row["messages"], row["states"], row["receipts"]
+    return row["messages"], row["states"], row["receipts"], row["history"]
 
 
 async def _payload_ref(gateway: Gateway, tenant_id: Any, msg_id: str) -> str:
@@ -91,15 +92,15 @@ async def test_messages_past_retention_go_with_everything_that_names_them(
         )
     refs = {m: await _payload_ref(gateway, world.tenant_id, m) for m in [*old, fresh]}
     await _age(agentbus_db, [*old, kept_longer], "8 days")
-    assert await _counts(gateway, world.tenant_id, old[0]) == (1, 1, 1)
+    assert await _counts(gateway, world.tenant_id, old[0]) == (1, 1, 1, True)
 
     retention = Retention(gateway.pool, gateway.objects, batch=2)
     assert await retention.run_once() == 3  # two batches for acme, nothing for globex
     for msg_id in old:
-        assert await _counts(gateway, world.tenant_id, msg_id) == (0, 0, 0)
+        assert await _counts(gateway, world.tenant_id, msg_id) == (0, 0, 0, False)
         with pytest.raises(ObjectMissing):
             await gateway.objects.get(refs[msg_id])
-    assert await _counts(gateway, world.tenant_id, fresh) == (1, 1, 1)
+    assert await _counts(gateway, world.tenant_id, fresh) == (1, 1, 1, True)
     assert await gateway.objects.get(refs[fresh])
     assert (await _counts(gateway, other.tenant_id, kept_longer))[0] == 1
     assert await retention.run_once() == 0

@@ -16,7 +16,14 @@ from platformkit.db.scope import Pool, tenant_transaction, transaction
 from platformkit.testing.databases import DatabaseFactory
 from psycopg import sql
 
-APPEND_ONLY = {"audit_actions": {"UPDATE", "DELETE"}, "task_transitions": {"UPDATE"}}
+APPEND_ONLY = {
+    "audit_actions": {"UPDATE", "DELETE"},
+    "audit_chain": {"UPDATE", "DELETE"},
+    "task_transitions": {"UPDATE"},
+    "usage": {"UPDATE"},
+    "analytics_outbox": {"UPDATE"},
+    "events": {"UPDATE"},
+}
 
 
 @dataclass

@@ -8,7 +8,11 @@ import re
 import psycopg
 import pytest
 
-# The model's tables as written in agentbus-data-model.md §1 and §5.1 ("!" = NOT NULL).
+# The model's tables as written in agentbus-data-model.md §1 and §5.1 ("!" = NOT NULL), then
+# its §2.4 usage and model_pricing, which this deployment keeps in PostgreSQL (decisions/0031),
+# the A2A bridges of decisions/0032, §2.5's audit_chain with its heads (decisions/0048), the
+# analytics outbox of decisions/0050, the console's sign-in of decisions/0051, and its §2.3
+# events (decisions/0047).
 MODEL_TEXT = """
     tenants: id uuid!, slug text!, display_name text!, plan plan_t!, status tenant_status_t!,
         region text!, retention_days int!, nats_stream text!, nats_account text, kek_ref text!,
@@ -86,6 +90,35 @@ MODEL_TEXT = """
         created_at timestamptz!
     tenant_keys: tenant_id uuid!, version int!, dek_wrapped bytea!, kek_ref text!,
         kek_provider text!, status text!, created_at timestamptz!, retired_at timestamptz
+    usage: usage_id uuid!, recorded_at timestamptz!, tenant_id uuid!, workspace_id uuid!,
+        agent_id uuid!, task_id uuid, message_id uuid, conversation_id uuid, harness text!,
+        provider text!, model text!, input_tokens bigint!, output_tokens bigint!,
+        cache_read_tokens bigint!, cache_write_tokens bigint!, reasoning_tokens bigint!,
+        cost_usd numeric(14,6)!, cost_source text!, reported_by text!, confidence text!,
+        bus_bytes_in bigint!, bus_bytes_out bigint!, bus_messages int!, duration_ms bigint,
+        details jsonb!
+    model_pricing: provider text!, model text!, effective_from date!,
+        input_per_mtok numeric(10,4)!, output_per_mtok numeric(10,4)!,
+        cache_read_per_mtok numeric(10,4)!, cache_write_per_mtok numeric(10,4)!
+    a2a_bridges: tenant_id uuid!, workspace_id uuid!, agent_id uuid!, key_id uuid!,
+        private_key_enc bytea!, created_at timestamptz!
+    audit_chain: tenant_id uuid!, seq bigint!, at timestamptz!, event_id uuid!, event_kind text!,
+        actor text!, summary text!, prev_hash bytea!, row_hash bytea!, signature bytea,
+        event_digest bytea, signing_kid text
+    audit_heads: tenant_id uuid!, seq bigint!, row_hash bytea!, checkpoint_seq bigint!,
+        checkpoint_at timestamptz, published_seq bigint!
+    analytics_outbox: tenant_id uuid!, seq bigint!, target text!, row jsonb!,
+        queued_at timestamptz!
+    console_sign_in_links: id uuid!, tenant_id uuid!, user_id uuid!, token_hash bytea!,
+        created_at timestamptz!, expires_at timestamptz!, used_at timestamptz
+    console_sessions: id uuid!, tenant_id uuid!, user_id uuid!, secret_hash bytea!,
+        created_at timestamptz!, expires_at timestamptz!, revoked_at timestamptz
+    events: event_id uuid!, event_time timestamptz!, event text!, tenant_id uuid!,
+        workspace_id uuid!, message_id uuid!, conversation_id uuid!, task_id uuid,
+        trace_id text!, span_id text!, from_agent_id uuid!, to_agent_id uuid, type text!,
+        capability text, attempt smallint!, actor text!, payload_bytes bigint!,
+        latency_ms bigint, error_code text, policy_id uuid, bridged_from uuid, details jsonb!,
+        ingested_at timestamptz!
 """
 TYPE_NAMES = {"timestamptz": "timestamp with time zone", "int": "integer"}
 
@@ -141,8 +174,10 @@ INDEXES = [
     ("receipts", ["(msg_id)"]),
     ("grants", ["(consumer_tenant_id, status)"]),
     ("audit_actions", ["(tenant_id, at DESC)"]),
+    ("usage", ["(tenant_id, recorded_at, agent_id)"]),
+    ("events", ["(tenant_id, message_id, event_id)"]),
 ]  # fmt: skip
-PLATFORM_TABLES = {"plans", "signing_keys"}
+PLATFORM_TABLES = {"plans", "signing_keys", "model_pricing"}
 
 
 def model() -> dict[str, dict[str, tuple[str, bool]]]:
@@ -160,7 +195,7 @@ def model() -> dict[str, dict[str, tuple[str, bool]]]:
 
 def test_model_text_parses() -> None:
     tables = model()
-    assert len(tables) == 24
+    assert len(tables) == 33
     assert len(tables["messages"]) == 32
     assert len(tables["tasks"]) == 24
 

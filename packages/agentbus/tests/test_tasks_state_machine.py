@@ -20,23 +20,28 @@ from hypothesis import strategies as st
 
 # The table of conventions §4, transcribed cell by cell. "-" is a no-op; AB codes are refusals.
 # Columns: delivered (request transport-acked), accept, reject, progress, complete, fail, cancel,
-# expire, dead_letter (§4 prose: a dead-lettered request fails the task).
-COLUMNS = "delivered accept reject progress complete fail cancel expire dead_letter".split()  # noqa: SIM905 - a table row reads better as one line
+# expire, dead_letter (§4 prose: a dead-lettered request fails the task), budget_exceeded (a
+# reported spend past the budget stops the task, docs/decisions/0031).
+COLUMNS = (  # noqa: SIM905 - a table row reads better as one line
+    "delivered accept reject progress complete fail cancel expire dead_letter budget_exceeded"
+).split()
 TABLE = {
-    "submitted": "delivered accepted rejected AB-6004 AB-6004 AB-6004 cancelled expired failed",
-    "delivered": "- accepted rejected AB-6004 AB-6004 AB-6004 cancelled expired failed",
-    "accepted": "- AB-6004 AB-6004 in_progress completed failed cancelled expired -",
-    "in_progress": "- AB-6004 AB-6004 in_progress completed failed cancelled expired -",
-    "completed": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - -",
-    "failed": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - -",
-    "rejected": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - -",
-    "cancelled": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - -",
-    "expired": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - -",
+    "submitted": "delivered accepted rejected AB-6004 AB-6004 AB-6004 cancelled expired failed"
+    " cancelled",
+    "delivered": "- accepted rejected AB-6004 AB-6004 AB-6004 cancelled expired failed cancelled",
+    "accepted": "- AB-6004 AB-6004 in_progress completed failed cancelled expired - cancelled",
+    "in_progress": "- AB-6004 AB-6004 in_progress completed failed cancelled expired - cancelled",
+    "completed": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - - -",
+    "failed": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - - -",
+    "rejected": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - - -",
+    "cancelled": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - - -",
+    "expired": "- AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 AB-6003 - - -",
 }
 RIGHT_PARTY = {
     "delivered": "system", "accept": "recipient", "reject": "recipient",
     "progress": "recipient", "complete": "recipient", "fail": "recipient",
     "cancel": "requester", "expire": "system", "dead_letter": "system",
+    "budget_exceeded": "system",
 }  # fmt: skip
 
 CELLS = [

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import pwd
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import psycopg
 import pytest
-from platformkit.db.embedded import SYSTEM_USER, EmbeddedPostgres
+from platformkit.db.embedded import SYSTEM_USER, EmbeddedPostgres, EmbeddedPostgresError
 from platformkit.db.server import OUTLIVES_COMMAND, admin_url_for
 from platformkit.testing.services import free_port
 
@@ -134,3 +135,37 @@ def test_long_data_dir_puts_the_socket_where_the_server_can_reach_it(tmp_path: P
         assert list(server.socket_dir.glob(".s.PGSQL.*"))
     finally:
         server.stop()
+
+
+def test_another_server_on_the_port_is_never_joined(
+    server: EmbeddedPostgres, tmp_path: Path
+) -> None:
+    """Another PostgreSQL (here another embedded cluster) answering on the port is an error
+    naming the port, never a server to use; a plain listener is refused the same way."""
+    server.start()
+    other = EmbeddedPostgres(data_dir=tmp_path / "other", port=server.port, fast=True)
+    with pytest.raises(EmbeddedPostgresError, match=rf"127\.0\.0\.1:{server.port}, not the"):
+        other.start()
+    assert not other.is_running()
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        squatted = EmbeddedPostgres(
+            data_dir=tmp_path / "third", port=listener.getsockname()[1], fast=True
+        )
+        with pytest.raises(EmbeddedPostgresError, match="something else listens"):
+            squatted.start()
+
+
+def test_a_server_that_serves_another_data_dir_is_not_ours(
+    server: EmbeddedPostgres, tmp_path: Path
+) -> None:
+    """A stale postmaster.pid whose process id was reused, naming the port another cluster
+    listens on: the server is asked for its data directory and refused."""
+    server.start()
+    other = EmbeddedPostgres(data_dir=tmp_path / "other", port=free_port(), fast=True)
+    other.start()
+    other.stop()
+    lines = [str(os.getpid()), str(other.data_dir), "0", str(server.port)]
+    (other.data_dir / "postmaster.pid").write_text("\n".join(lines) + "\n")
+    with pytest.raises(EmbeddedPostgresError, match="a PostgreSQL serving"):
+        other.start(timeout=20)
+    (other.data_dir / "postmaster.pid").unlink()

@@ -337,3 +337,26 @@ def test_a_chunked_body_is_refused_as_it_passes_the_limit(served: Server) -> Non
     assert b'"code":"content_too_large"' in answer.head
     assert answer.sent < 100 * MIB
     assert tree_rss_kb(served.process.pid) - before < 8 * 1024
+
+
+async def test_multipart_fields_are_checked_and_uploads_refused(client: Any) -> None:
+    fields = {"name": (None, "ok"), "note": (None, "filename is just a word here, é")}
+    assert (await client.post("/items", files=fields)).status_code == 200
+    assert field_of(await client.post("/items", files={**fields, "note": (None, "a\x00b")})) == (
+        "note"
+    )
+    nul_name = b'--b\r\nContent-Disposition: form-data; name="a\x00"\r\n\r\nx\r\n--b--\r\n'
+    multipart = {"content-type": "multipart/form-data; boundary=b"}
+    assert field_of(await client.post("/items", content=nul_name, headers=multipart)) == "a\x00"
+    bad_utf8 = await client.post("/items", files={**fields, "name": (None, b"\xff\xfe")})
+    assert field_of(bad_utf8) == "name"
+    assert bad_utf8.json()["errors"][0]["msg"] == "value is not valid UTF-8"
+    upload = await client.post("/items", files={**fields, "doc": ("x.txt", b"x", "text/plain")})
+    assert field_of(upload) == "doc"
+    assert "takes no files" in upload.json()["errors"][0]["msg"]
+    # NUL outside every part (here in a part's headers) refuses the whole body
+    raw = b'--b\r\nContent-Disposition: form-data; name="x"\r\nX-Junk: \x00\r\n\r\n--b--\r\n'
+    assert field_of(await client.post("/items", content=raw, headers=multipart)) == "body"
+    # a streaming route is still left to bound and read its own body
+    streamed = await client.post("/streamed", files={"a": (None, "a\x00b")})
+    assert streamed.status_code == 200

@@ -111,3 +111,15 @@ def test_a_100_mib_sign_in_body_is_refused_before_it_is_read(served: Server) -> 
     assert streamed.status == 413
     assert streamed.sent < total
     assert tree_rss_kb(served.process.pid) - before < 8 * 1024
+
+
+async def test_nul_in_a_multipart_sign_in_field_is_422_naming_it(sp_app: FastAPI) -> None:
+    """The guard reads multipart bodies too: NUL in a field, or a file, never reaches sign-in."""
+    upload = ("p.txt", b"x", "text/plain")
+    cases = [({"username": (None, NUL), "password": (None, "x")}, "username"),
+             ({"username": (None, "u"), "password": upload}, "password")]  # fmt: skip
+    async with client_for(sp_app) as http:
+        for files, field in cases:
+            answer = await http.post("/api/v1/auth/login", files=files)
+            assert answer.status_code == 422, answer.text
+            assert [e["loc"] for e in answer.json()["errors"]] == [["body", field]]

@@ -1,7 +1,8 @@
 """The catalog on real PostgreSQL: the shipped bundles are imported, an unsigned or tampered
 bundle is refused, and a change set whose Telegraf configuration Telegraf would refuse stops
 at validation with diagnostics naming the file, line, plugin, option and fix; a render that
-fails a version's schema never becomes that version's desired artifact."""
+fails a version's schema, or that Telegraf's loader refuses (level ``sandbox``, the simulated
+loader standing in for the binary), never becomes that version's desired artifact."""
 
 from __future__ import annotations
 
@@ -122,11 +123,20 @@ async def test_telegraf_mistakes_stop_the_change_set_naming_file_line_and_fix(
     assert "line 6" in option["message"]
     assert "fix: did you mean percpu?" in option["message"]
     assert "must be boolean" in found["layers/types.toml"]["message"]
+    assert (
+        "fix: write percpu as true or false, without quotes"
+        in (found["layers/types.toml"]["message"])
+    )
     removed = found["layers/removed.toml"]
     assert removed["pointer"] == "config.inputs.gnmi.default.dump_responses"
     assert "(Telegraf 1.39.3; Telegraf 1.37.3, 1.38.4 has it)" in removed["message"]
+    for path, d in found.items():  # every one names its file, line and a fix
+        assert d["message"].startswith("line "), (path, d["message"])
+        assert "; fix: " in d["message"], (path, d["message"])
     [secret] = diagnostics(cs, "SP-4004")
     assert secret["path"] == "layers/secret.toml"
+    assert secret["pointer"] == "config.inputs.http.portal.password"
+    assert secret["message"] == ("line 6: Secret 'NOPE' does not exist; fix: add secrets/NOPE.toml")
     with pytest.raises(NotValidated):
         await reviews.submit_change_set(author, cs.id, seen=cs.digest)
 
@@ -202,3 +212,61 @@ async def test_a_render_failing_a_versions_schema_stops_validation_and_delivery(
     assert next(iter(checks.values())).ok
     assert after[ids[1]].sync == "render_error"  # type: ignore[union-attr]
     assert after[ids[1]].desired_artifact == before[ids[1]].desired_artifact  # type: ignore[union-attr]
+
+
+async def test_what_the_loader_refuses_stops_validation_and_delivery_at_level_sandbox(
+    sp_seed: Seed,
+) -> None:
+    admin, author = await tenant(sp_seed)
+    pool, tid = sp_seed.services.pool, admin.tenant_id
+    assert tid is not None
+    good = {
+        "routes/influx.toml": ROUTE,
+        "layers/base.toml": layer("[config.inputs.cpu.default]\npercpu = true\n"),
+    }
+    await publish(pool, tid, good)
+    agent = (await seed_fleet(pool, tid, 1, [{"env": "prod"}], version="1.39.1"))[0][0]
+    async with tenant_transaction(pool, SCOPE, tid) as conn:
+        await refresh_agents(conn, tid, [agent], "http://127.0.0.1:1")
+        before = await fleet_agents.get_agent(conn, tid, agent)
+    assert before is not None
+    assert before.desired_artifact is not None
+    # both options exist (the file check and level schema pass); inputs.http's Init refuses
+    # the pair, so Telegraf exits on it
+    both = {
+        **good,
+        "layers/base.toml": layer(
+            '[config.inputs.http.portal]\nurls = ["https://portal"]\ntoken = "t"\n'
+            'token_file = "/etc/telegraf/token"\n'
+        ),
+    }
+    cs = await validated(author, pool, both)
+    assert not cs.validated
+    assert not diagnostics(cs, "SP-2010")
+    assert not diagnostics(cs, "SP-5004")
+    [refused] = diagnostics(cs, "SP-5005")
+    assert refused["agent"] == str(agent)
+    assert refused["message"].startswith("telegraf 1.39.1 loader stand-in (catalog 1.39.3): ")
+    assert (
+        "could not initialize input http: either use 'token_file' or 'token' not both"
+        in (refused["message"])
+    )
+    assert "(line " in refused["message"]
+    assert "fix: set token or token_file, not both" in refused["message"]
+    async with tenant_transaction(pool, SCOPE, tid) as conn:
+        digest = bytes.fromhex(refused["artifact"])
+        schema = await store.get_validations(conn, tid, [(digest, "1.39.1")], "schema")
+        sandbox = await store.get_validations(conn, tid, [(digest, "1.39.1")], "sandbox")
+    assert [v.ok for v in schema.values()] == [True]
+    [row] = sandbox.values()
+    assert not row.ok
+    assert row.validator == "telegraf 1.39.1 loader stand-in (catalog 1.39.3)"
+
+    # published past review: the agent keeps what it runs, its sync says why
+    await publish(pool, tid, both)
+    async with tenant_transaction(pool, SCOPE, tid) as conn:
+        await refresh_agents(conn, tid, [agent], "http://127.0.0.1:1")
+        after = await fleet_agents.get_agent(conn, tid, agent)
+    assert after is not None
+    assert after.sync == "render_error"
+    assert after.desired_artifact == before.desired_artifact

@@ -20,11 +20,37 @@ FILES = {
     "[config.inputs.cpu.default]\npercpu = false\n",
     "routes/out.toml": 'agentKind = "telegraf"\nowner = "p"\n\n'
     '[config.outputs.file.main]\nfiles = ["stdout"]\n',
+    "secrets/DB_PASS.toml": 'owner = "p"\n\n[grant]\n',
 }
 # Not tenant routes: the platform's (platform credentials only), one's own session and
 # invitations, agents' endpoints (their credential names the agent), operational routes.
 # the catalog's plugin schemas are installation-wide facts about agents, no tenant's data
 SKIPPED = re.compile(r"^/api/v1/(platform|auth|me|catalog)/|^/agents/|^/(healthz|readyz|metrics)$")
+
+
+def _ca_pem() -> str:
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "probe CA")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
 def _ok(response: Any, status: int = 200) -> Any:
@@ -75,6 +101,18 @@ async def _victim(app: FastAPI, seed: Seed) -> tuple[dict[str, str], set[str]]:
             )
         )
         operation = _ok(await http.post(f"/api/v1/change-sets/{change_set['id']}/validate"), 202)
+        _ok(await http.post("/api/v1/secrets/DB_PASS/versions", json={"value": "v1-value"}), 201)
+        sink = _ok(
+            await http.post(
+                "/api/v1/audit-sinks",
+                json={"kind": "webhook", "config": {"url": "https://siem.example.com/"}},
+            ),
+            201,
+        )
+        anchor = _ok(
+            await http.post("/api/v1/trust-anchors", json={"name": "ca", "ca_pem": _ca_pem()}),
+            201,
+        )
     async with client_for(app, enrollment["token"]) as http:
         agent = _ok(
             await http.post(
@@ -96,8 +134,11 @@ async def _victim(app: FastAPI, seed: Seed) -> tuple[dict[str, str], set[str]]:
         "host_id": agent["host_id"],
         "number": str(revision),
         "path": "layers/base.toml",
+        "name": "DB_PASS",
+        "anchor_id": anchor["id"],
+        "sink_id": sink["id"],
     }
-    held = {v for k, v in ids.items() if k not in {"number", "path"}}
+    held = {v for k, v in ids.items() if k not in {"number", "path", "name"}}
     held |= {str(tenant.id), enrollment["id"], str(admin.id)}
     return ids, held
 

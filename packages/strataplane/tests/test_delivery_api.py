@@ -11,7 +11,16 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from strataplane.actions import audit, change_sets, reviews, spec, teams, tokens, validation
+from strataplane.actions import (
+    approval_status,
+    audit,
+    change_sets,
+    reviews,
+    spec,
+    teams,
+    tokens,
+    validation,
+)
 from strataplane.actions.reviews import SelfApproval
 from strataplane.simulate.seed import publish, seed_fleet
 from strataplane.testing import Seed, client_for
@@ -176,8 +185,7 @@ async def test_approvals_hold_selector_rules_and_no_self_approval(sp_seed: Seed)
     pool = sp_seed.services.pool
     tenant, admin = await sp_seed.tenant()
     ctx = sp_seed.ctx(admin, tenant.id)
-    for slug in ("platform", "sre"):
-        await teams.create_team(ctx, slug, slug)
+    made = {slug: await teams.create_team(ctx, slug, slug) for slug in ("platform", "sre")}
     policy = (
         'owner = "platform"\n[[rules]]\nname = "production"\nteams = ["sre"]\n'
         'when = { selector = { matchLabels = { env = "prod" } } }\n'
@@ -214,3 +222,69 @@ async def test_approvals_hold_selector_rules_and_no_self_approval(sp_seed: Seed)
     assert "sre" in required  # two prod agents impacted: the selector rule applies
     with pytest.raises(SelfApproval):
         await reviews.review_change_set(author, cs.id, "approve", seen=cs.digest)
+
+    # what is missing and who can give it: the sre member, never the author
+    on_call = await sp_seed.member(ctx, "approver")
+    await teams.add_team_member(ctx, made["sre"].id, on_call.id)
+    status = await approval_status.approval_status(ctx, cs.id)
+    minimum, team = status.requirements
+    assert (team.teams, team.rules, team.count, team.missing) == (
+        ["sre"],
+        ["default/production"],
+        1,
+        1,
+    )
+    assert team.can_satisfy == [on_call.display_name]
+    assert not team.met
+    assert minimum.teams == []
+    assert minimum.missing == 1
+    assert on_call.display_name in minimum.can_satisfy
+    assert author_user.display_name not in minimum.can_satisfy
+    assert not status.approved
+    cs, _ = await reviews.review_change_set(
+        sp_seed.ctx(on_call, tenant.id), cs.id, "approve", seen=cs.digest
+    )
+    status = await approval_status.approval_status(ctx, cs.id)
+    assert status.approved
+    assert [(r.met, r.missing, r.approved_by) for r in status.requirements] == [
+        (True, 0, [on_call.display_name]),
+        (True, 0, [on_call.display_name]),
+    ]
+
+
+async def test_the_agent_list_filters_pages_and_shows_only_what_the_caller_may_read(
+    sp_app: FastAPI,
+) -> None:
+    seed = Seed(sp_app.state.services)
+    pool = seed.services.pool
+    tenant, admin = await seed.tenant()
+    other, _ = await seed.tenant()
+    ctx = seed.ctx(admin, tenant.id)
+    canary = await seed_fleet(pool, tenant.id, 2, [{"canary": "true"}], prefix="canary")
+    await seed_fleet(pool, tenant.id, 3, [{"env": "prod"}], version="1.38.4", prefix="web")
+    await seed_fleet(pool, other.id, 2, [{"canary": "true"}], prefix="elsewhere")
+    scoped = await seed.member(
+        ctx, "viewer", scope_kind="selector", scope_selector={"matchLabels": {"canary": "true"}}
+    )
+    admin_token = (await tokens.create_token(ctx, "t")).plaintext
+    scoped_token = (await tokens.create_token(seed.ctx(scoped, tenant.id), "t")).plaintext
+
+    async def ids(token: str, query: str) -> list[str]:
+        async with client_for(sp_app, token) as http:
+            answer = await http.get(f"/api/v1/agents{query}")
+        assert answer.status_code == 200, answer.text
+        return [a["id"] for a in answer.json()["items"]]
+
+    assert len(await ids(admin_token, "")) == 5  # never another tenant's
+    assert set(await ids(admin_token, "?label=canary%3Dtrue")) == {str(a[0]) for a in canary}
+    assert len(await ids(admin_token, "?version=1.38.4&kind=telegraf&sync=updating")) == 3
+    assert await ids(admin_token, "?label=env%3Dprod&label=canary%3Dtrue") == []
+    assert await ids(admin_token, "?health=healthy") == []
+    # a selector-scoped viewer sees the agents of the hosts its scope covers, and no others
+    assert set(await ids(scoped_token, "")) == {str(a[0]) for a in canary}
+    async with client_for(sp_app, admin_token) as http:
+        first = (await http.get("/api/v1/agents?limit=3")).json()
+        assert len(first["items"]) == 3
+        second = (await http.get(f"/api/v1/agents?limit=3&after={first['next']}")).json()
+    assert len(second["items"]) == 2
+    assert second["next"] is None

@@ -1,14 +1,17 @@
 """Staged delivery end to end: the served app (granian in its own process, its controllers
-running), a simulated fleet of Telegraf instances that stop on a configuration their loader or
-a plugin's Init refuses, and change sets merged through review. A bad configuration halts the
-rollout at its canary stage's bake and never reaches the later stage; abort brings the canary
-back; a good configuration completes; a pinned agent never moves."""
+running), a simulated fleet of Telegraf instances, and change sets merged through review. A
+configuration Telegraf's loader refuses never gets past validation (level sandbox, SP-5005). A
+configuration that loads but fails at run time (an input gathering from a host the machines
+cannot reach: errors in every heartbeat) halts the rollout at its canary stage's bake and never
+reaches the later stage; abort brings the canary back to health; a good configuration
+completes; a pinned agent never moves. A canary that is down when a change ships never proves
+it: the stage halts on apply failures, and abort leaves the fleet on what it ran."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,10 +20,8 @@ from uuid import UUID
 import pytest
 from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.http import Server, start_server
 from platformkit.passwords import FAST_TEST_POLICY
 from platformkit.testing.databases import DatabaseFactory
-from platformkit.testing.services import free_port
 from pydantic import SecretStr
 from strataplane import db, errors
 from strataplane.actions import (
@@ -41,7 +42,10 @@ from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents
-from strataplane.testing import Seed
+from strataplane.store.change_sets import ChangeSet
+from strataplane.testing import Seed, served_strataplane, server_log
+
+pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
 LAYER = """agentKind = "telegraf"
 owner = "platform"
@@ -56,6 +60,12 @@ BROKEN = """
 urls = ["https://portal.example.com/health"]
 token = "abc"
 token_file = "/etc/telegraf/portal.token"
+"""
+# Loads, but no machine of the fleet reaches the portal: each gather logs an error.
+UNREACHABLE = "portal.internal.example"
+FAILING = f"""
+[config.inputs.http.portal]
+urls = ["https://{UNREACHABLE}/health"]
 """
 ROUTE = """agentKind = "telegraf"
 owner = "platform"
@@ -103,31 +113,8 @@ def served_database(database_factory: DatabaseFactory, strataplane_template: str
 
 @pytest.fixture(scope="module")
 def served(served_database: str) -> Iterator[str]:
-    port = free_port()
-    env = {
-        "STRATAPLANE_DATABASE_URL": served_database,
-        "STRATAPLANE_SHARDS": "2",
-        "STRATAPLANE_FLEET_AGENT_URL": f"http://127.0.0.1:{port}",
-        "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": "0.3",
-        "STRATAPLANE_FLEET_FLUSH_INTERVAL": "0.1",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    server: Server | None = None
-    try:
-        server = start_server(
-            "strataplane.app:create_app", port=port, factory=True, log_level="warning"
-        )
-        server.wait_ready(60)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        if server is not None:
-            server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with served_strataplane(served_database) as url:
+        yield url
 
 
 @dataclass
@@ -139,6 +126,7 @@ class Delivery:
     approver: Ctx
     pool: HttpPool
     tokens: dict[str, str]
+    url: str
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
     @property
@@ -163,6 +151,7 @@ class Delivery:
             dict(enrolled["environment"]),
             watch_interval=0.3,
             retry_delay=0.1,
+            unreachable=frozenset({UNREACHABLE}),
         )
         self.tasks.append(asyncio.create_task(sim.run()))
         return sim
@@ -174,14 +163,17 @@ class Delivery:
         return found
 
     async def until(
-        self, check: Callable[[], Awaitable[bool]], what: str, within: float = 45
+        self, check: Callable[[], Awaitable[bool]], what: str, within: float = 120
     ) -> None:
         deadline = asyncio.get_running_loop().time() + within
         while not await check():
-            assert asyncio.get_running_loop().time() < deadline, what
+            if asyncio.get_running_loop().time() >= deadline:
+                pytest.fail(
+                    f"{what}: not within {within} s; the server logged:\n{server_log(self.url)}"
+                )
             await asyncio.sleep(0.2)
 
-    async def merge(self, files: dict[str, str]) -> int:
+    async def validate(self, files: dict[str, str]) -> ChangeSet:
         ctx = self.author
         cs = await change_sets.create_change_set(ctx, "change")
         for path, content in files.items():
@@ -191,7 +183,11 @@ class Delivery:
         await validation.run_validation(
             self.services.pool, validation.params_for(op, ctx.principal)
         )
-        cs = await change_sets.access_change_set(ctx, cs.id)
+        return await change_sets.access_change_set(ctx, cs.id)
+
+    async def merge(self, files: dict[str, str]) -> int:
+        ctx = self.author
+        cs = await self.validate(files)
         assert cs.validated, cs.validation
         cs = await reviews.submit_change_set(ctx, cs.id, seen=cs.digest)
         cs, _ = await reviews.review_change_set(self.approver, cs.id, "approve", seen=cs.digest)
@@ -199,11 +195,17 @@ class Delivery:
         return revision.id
 
 
+_SEEDS = itertools.count()
+
+
 @pytest.fixture
 async def delivery(served: str, served_database: str) -> AsyncIterator[Delivery]:
     pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
     settings = Settings(database_url=SecretStr(served_database))
-    seed = Seed(Services(pool, settings, password_policy=FAST_TEST_POLICY))
+    # the module's tests share the served database: each seeds names of its own
+    seed = Seed(
+        Services(pool, settings, password_policy=FAST_TEST_POLICY), names_from=next(_SEEDS) * 1000
+    )
     tenant, admin = await seed.tenant()
     admin_ctx = seed.ctx(admin, tenant.id)
     await teams.create_team(admin_ctx, "platform", "Platform")
@@ -214,7 +216,7 @@ async def delivery(served: str, served_database: str) -> AsyncIterator[Delivery]
         made = await fleet_enrollment.create_enrollment_token(admin_ctx, group, labels=labels)
         tokens[group] = made.plaintext
     http = HttpPool(served, size=20)
-    d = Delivery(seed, tenant.id, admin_ctx, author, approver, http, tokens)
+    d = Delivery(seed, tenant.id, admin_ctx, author, approver, http, tokens, served)
     yield d
     for task in d.tasks:
         task.cancel()
@@ -240,12 +242,23 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
 
     await d.until(lambda: all_in_sync_at(first, ids), "the fleet runs r1")
     good = {a: (await d.agent(a)).desired_artifact for a in ids}
+    # what each agent runs from here on (a first start may have run an earlier render of r1,
+    # made before the agent's version was known)
+    since = {a: len(sim.ran) - 1 for a, (_, sim) in zip(ids, fleet, strict=True)}
     # an operator pins web-2 to the revision it runs, for a reason, before anything ships
     pinned = await pins.create_pin(
         d.admin, revision_id=first, reason="change freeze on web-2", agent_id=UUID(ids[2])
     )
 
-    bad = await d.merge({"layers/base.toml": LAYER.format(percpu="false") + BROKEN})
+    # what Telegraf's loader refuses stops at validation: no rollout, no agent receives it
+    refused = await d.validate({"layers/base.toml": LAYER.format(percpu="false") + BROKEN})
+    assert refused.validation is not None
+    assert not refused.validated
+    codes = {x["code"] for x in refused.validation["diagnostics"] if x["severity"] == "error"}
+    assert codes == {"SP-5005"}
+    await change_sets.close_change_set(d.author, refused.id)
+
+    bad = await d.merge({"layers/base.toml": LAYER.format(percpu="false") + FAILING})
     [ro] = await rollouts.list_rollouts(d.admin, limit=1)
     assert (ro.to_revision_id, ro.policy_name) == (bad, "staged")
 
@@ -256,16 +269,19 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     view = await rollouts.access_rollout(d.admin, ro.number)
     assert [s.state for s in view.stages] == ["breached", "pending"]
     assert view.rollout.halt_reason is not None
-    assert "stage canary: maxApplyFailurePercent: 1 of 1 agents" in view.rollout.halt_reason
-    assert view.stages[0].guardrails == {**view.stages[0].guardrails, "applyFailures": 1}
+    assert "stage canary: maxHealthRegressionPercent: 1 of 1 agents" in view.rollout.halt_reason
+    values = view.stages[0].guardrails
+    assert values is not None
+    assert (values["applyFailures"], values["healthRegressions"], values["degraded"]) == (0, 1, 1)
+    canary = await d.agent(ids[0])
+    assert (canary.sync, canary.health, canary.applied_revision_id) == ("in_sync", "degraded", bad)
     canary_sim = fleet[0][1]
-    assert canary_sim.state == "exited"
-    assert "either use 'token_file' or 'token' not both" in (canary_sim.exit_reason or "")
+    assert canary_sim.state == "running"  # it runs, and reports its errors
     for agent_id, (_, sim) in zip(ids[1:], fleet[1:], strict=True):  # later stage: never
         agent = await d.agent(agent_id)
         assert agent.desired_artifact == good[agent_id]
         assert sim.state == "running"
-        assert sim.config_hash == good[agent_id].hex()  # type: ignore[union-attr]
+        assert set(sim.ran[since[agent_id] :]) == {good[agent_id].hex()}  # type: ignore[union-attr]
     # one rollout per agent kind: the next merge waits for this one
     with pytest.raises(errors.RolloutActive):
         await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
@@ -275,8 +291,13 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
         lambda: _desired(d, ids[0], good[ids[0]]),
         "the canary's desired artifact is r1's again",
     )
-    d.start(fleet[0][0])  # its service manager starts the stopped Telegraf again
     await d.until(lambda: all_in_sync_at(first, ids), "every agent runs r1 again")
+
+    async def canary_healthy() -> bool:
+        return (await d.agent(ids[0])).health == "healthy"
+
+    await d.until(canary_healthy, "the canary's heartbeats carry no errors again")
+    assert canary_sim.config_hash == good[ids[0]].hex()  # type: ignore[union-attr]
     assert (await rollouts.access_rollout(d.admin, ro.number)).rollout.halt_reason
 
     fixed = await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
@@ -289,7 +310,7 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     held = await d.agent(ids[2])
     assert held.desired_revision_id == first
     assert held.desired_artifact == good[ids[2]]
-    assert fleet[2][1].reloads == 0
+    assert set(fleet[2][1].ran[since[ids[2]] :]) == {good[ids[2]].hex()}  # type: ignore[union-attr]
 
     await pins.delete_pin(d.admin, pinned.id)
     await d.until(lambda: all_in_sync_at(fixed, ids), "without the pin web-2 follows")
@@ -302,3 +323,47 @@ async def _desired(d: Delivery, agent_id: str, artifact: bytes | None) -> bool:
 async def state_is_number(d: Delivery, state: str) -> bool:
     [latest] = await rollouts.list_rollouts(d.admin, limit=1)
     return latest.state == state
+
+
+async def test_a_canary_that_never_proves_the_change_halts_on_apply_failures(
+    delivery: Delivery,
+) -> None:
+    d = delivery
+    first = await publish(d.services.pool, d.tenant_id, tree())
+    fleet = [
+        await d.enroll(name, group) for name, group in (("canary-1", "canary"), ("web-1", "fleet"))
+    ]
+    ids = [e["agent_id"] for e, _ in fleet]
+
+    async def all_in_sync_at(revision: int) -> bool:
+        found = [await d.agent(a) for a in ids]
+        return all(a.sync == "in_sync" and a.applied_revision_id == revision for a in found)
+
+    await d.until(lambda: all_in_sync_at(first), "the fleet runs r1")
+    good = {a: (await d.agent(a)).desired_artifact for a in ids}
+    since = len(fleet[1][1].ran) - 1  # web-1's run of r1 (earlier starts may be older renders)
+    # the canary's Telegraf is down when the change ships: it never fetches nor proves it
+    d.tasks[0].cancel()
+    await asyncio.gather(d.tasks[0], return_exceptions=True)
+    changed = await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+    [ro] = await rollouts.list_rollouts(d.admin, limit=1)
+    assert ro.to_revision_id == changed
+
+    async def halted() -> bool:
+        return (await rollouts.access_rollout(d.admin, ro.number)).rollout.state == "halted"
+
+    await d.until(halted, "the rollout halts at the canary's bake")
+    view = await rollouts.access_rollout(d.admin, ro.number)
+    assert view.rollout.halt_reason is not None
+    assert "stage canary: maxApplyFailurePercent: 1 of 1 agents" in view.rollout.halt_reason
+    canary = await d.agent(ids[0])
+    assert canary.sync == "updating"
+    assert canary.applied_revision_id == first
+    web = await d.agent(ids[1])  # the later stage never received it
+    assert web.desired_artifact == good[ids[1]]
+    assert set(fleet[1][1].ran[since:]) == {good[ids[1]].hex()}  # type: ignore[union-attr]
+
+    await rollouts.abort_rollout(d.admin, ro.number)
+    d.start(fleet[0][0])  # the host is back
+    await d.until(lambda: all_in_sync_at(first), "every agent runs r1 again")
+    assert (await d.agent(ids[0])).desired_artifact == good[ids[0]]

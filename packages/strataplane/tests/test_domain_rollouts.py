@@ -162,3 +162,38 @@ def test_a_policy_becomes_stages_and_guardrails() -> None:
         "journeys": [],
     }
     assert [s.name for s in plan_of(None)[0]] == ["all"]
+
+
+def test_every_guardrail_kind_is_evaluated_and_journeys_report_no_data() -> None:
+    members = [
+        StageAgent("out_of_sync", "healthy", "healthy"),  # a refused reload
+        StageAgent("render_error", "healthy", "healthy"),  # never received the artifact
+        StageAgent("in_sync", "not_reporting", "healthy"),  # stopped reporting
+        StageAgent("in_sync", "degraded", "healthy"),  # errors in its heartbeats
+        StageAgent("in_sync", "healthy", "healthy"),
+    ]
+    limits = {
+        "maxApplyFailurePercent": 50,
+        "maxHealthRegressionPercent": 50,
+        "journeys": ["portal-login"],
+    }
+    result = evaluate(members, limits)
+    assert result.breached is None
+    assert result.values == {
+        "agents": 5,
+        "applied": 3,
+        "applyFailures": 2,
+        "applyFailurePercent": 40.0,
+        "healthRegressions": 2,
+        "healthRegressionPercent": 40.0,
+        "notReporting": 1,
+        "degraded": 1,
+        "failed": 0,
+        "journeys": {"portal-login": "no data"},  # journeys do not run yet: never a breach
+    }
+    tight = evaluate(members, {**limits, "maxApplyFailurePercent": 39})
+    assert tight.breached is not None
+    assert tight.breached.startswith("maxApplyFailurePercent: 2")
+    sick = evaluate(members, {**limits, "maxHealthRegressionPercent": 39})
+    assert sick.breached is not None
+    assert sick.breached.startswith("maxHealthRegressionPercent: 2")

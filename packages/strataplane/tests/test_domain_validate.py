@@ -324,6 +324,24 @@ CASES: list[tuple[str, dict[str, str | bytes | None], str, str | None]] = [
         "config.sources.strataplane_hb",
     ),
     (
+        "SP-2007",
+        {
+            "bundles/v.toml": 'owner = "web"\nagentKind = "vector"\n'
+            '[config.provider]\ntype = "http"\n'
+        },
+        "bundles/v.toml",
+        "config.provider",
+    ),
+    (
+        "SP-2011",
+        {
+            "bundles/v.toml": 'owner = "web"\nagentKind = "vector"\n'
+            '[config.sources.app]\ntype = "filez"\n'
+        },
+        "bundles/v.toml",
+        "config.sources.app.type",
+    ),
+    (
         "SP-2008",
         sub(
             LAYER,
@@ -557,7 +575,7 @@ def test_diagnostic_examples(
 
 def test_every_code_of_the_tree_groups_has_an_example() -> None:
     # SP-2010 needs the catalog: test_catalog_validation covers it
-    covered = {c[0] for c in CASES} | {"SP-1006", "SP-4012", "SP-2010"}
+    covered = {c[0] for c in CASES} | {"SP-1006", "SP-4012", "SP-2010", "SP-4015"}
     tree_codes = {c for c in CODES if c[3] in "1234"}
     assert tree_codes - covered == set()
 
@@ -571,6 +589,19 @@ def test_deleted_secret_with_versions_warns_at_its_path() -> None:
         ("SP-4002", "error", LAYER),
         ("SP-4012", "warning", "secrets/INFLUX_TOKEN.toml"),
     ]
+
+
+def test_a_reference_to_a_secret_without_a_value_is_an_error_where_it_changed() -> None:
+    no_values = TreeContext(teams=TEAMS, secrets_with_values=frozenset())
+    found = [d for d in _found({}, no_values) if d.path == ROUTE]
+    assert [(d.code, d.severity) for d in found] == [("SP-4015", "error")]
+    assert "strataplane secrets set INFLUX_TOKEN" in found[0].message
+    every = frozenset(d.message.split("'")[1] for d in _found({}, no_values))
+    assert _found({}, TreeContext(teams=TEAMS, secrets_with_values=every)) == []
+    elsewhere = TreeContext(
+        teams=TEAMS, secrets_with_values=frozenset(), changed_paths=frozenset({BUNDLE})
+    )
+    assert _found({}, elsewhere) == []
 
 
 def test_owner_is_checked_only_for_changed_files() -> None:
@@ -660,3 +691,21 @@ def test_index_columns() -> None:
     bundle = index_columns(BUNDLE, values[BUNDLE])
     assert (bundle.agent_kind, bundle.precedence) == ("telegraf", None)
     assert index_columns("layers/x.toml", {"owner": "a", "agentKind": "vector"}).precedence == 0
+
+
+def test_telegraf_tls_files_are_paths_or_env_references_and_cert_goes_with_key() -> None:
+    tls = '[telegraf.tls]\nca = "/etc/telegraf/ca.pem"\ncert = "env://AGENT_CERT"\n'
+    good = {SETTINGS_: BASE[SETTINGS_] + tls + 'key = "/etc/telegraf/agent.key"\n'}
+    assert _found(good) == []
+    alone = _found({SETTINGS_: BASE[SETTINGS_] + tls})
+    assert [(d.code, d.pointer) for d in alone] == [("SP-2001", "telegraf.tls")]
+    assert "'key'" in alone[0].message
+    for value, why in (
+        ("secret://AGENT_KEY", "secret:// is not allowed"),
+        ("env://1BAD", "invalid reference"),
+        ("/etc/${HOST}.key", "invalid file path"),
+        ("", "invalid file path"),
+    ):
+        found = _found({SETTINGS_: BASE[SETTINGS_] + tls + f'key = "{value}"\n'})
+        assert [(d.code, d.pointer) for d in found] == [("SP-2004", "telegraf.tls.key")], value
+        assert why in found[0].message

@@ -108,8 +108,12 @@ async def test_enrollment_tokens_exchange_and_rejections(tenants: tuple[Tenant, 
         assert {t["uses"] for t in listed} == {2, 0}
         revoke = await http.delete(f"/api/v1/enrollment-tokens/{listed[1]['id']}")
         assert revoke.status_code == 200
-        mode = await http.post("/api/v1/enrollment-tokens", json={"name": "c", "mode": "class"})
+        mode = await http.post("/api/v1/enrollment-tokens", json={"name": "c", "mode": "pair"})
         assert mode.status_code == 422
+        body = {"name": "c", "mode": "class", "agent_kind": "vector"}
+        assert (await http.post("/api/v1/enrollment-tokens", json=body)).status_code == 422
+        body = {"name": "c", "mode": "class"}
+        assert (await http.post("/api/v1/enrollment-tokens", json=body)).status_code == 201
     assert (await a.enroll(other, "web-4")).status_code == 401
 
 

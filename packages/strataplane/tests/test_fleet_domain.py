@@ -104,6 +104,12 @@ def test_health_and_http_date() -> None:
     assert health_of(Report("WARN"))[0] == "degraded"
     assert health_of(Report(None, errors=2))[0] == "degraded"
     assert health_of(Report("UNDEFINED")) == ("healthy", None)
+    assert health_of(Report("OK")) == ("healthy", None)
+    # OK is the default status of a heartbeat without conditions: errors still degrade
+    assert health_of(Report("OK", errors=3)) == (
+        "degraded",
+        "3 errors, 0 warnings since the last report",
+    )
     when = datetime(2026, 1, 2, 3, 4, 5, 678, tzinfo=UTC)
     assert http_date(when) == "Fri, 02 Jan 2026 03:04:05 GMT"
 
@@ -137,6 +143,27 @@ def test_renderer_aliases_references_and_heartbeat() -> None:
     empty = render_telegraf({}, agent_url="http://sp", heartbeat_interval="1m", version=None)
     assert empty.content is None
     assert empty.diagnostics[0].code == "SP-5001"
+
+
+def test_settings_telegraf_tls_reach_the_two_plugins_that_talk_to_the_server() -> None:
+    config = {
+        "inputs": {"cpu": {"default": {}}},
+        "outputs": {"file": {"main": {"token": "secret://T"}}},
+    }
+    tls = {"ca": "/etc/telegraf/ca.pem", "cert": "env://AGENT_CERT", "key": "/etc/agent.key"}
+    out = render_telegraf(
+        config, agent_url="https://sp", heartbeat_interval="10s", version="1.39.1", tls=tls
+    )
+    assert out.content is not None
+    doc = tomllib.loads(out.content.decode())
+    wanted = {"tls_ca": "/etc/telegraf/ca.pem", "tls_cert": "${AGENT_CERT}"}
+    wanted["tls_key"] = "/etc/agent.key"
+    for plugin in (doc["outputs"]["heartbeat"][0], doc["secretstores"]["http"][0]):
+        assert {k: v for k, v in plugin.items() if k.startswith("tls_")} == wanted
+    assert "tls_cert" not in doc["outputs"]["file"][0]
+    plain = render_telegraf(config, agent_url="https://sp", heartbeat_interval="10s", version=None)
+    assert plain.content is not None
+    assert b"tls_" not in plain.content
 
 
 def test_render_cache_renders_once_per_input_set() -> None:

@@ -6,7 +6,6 @@ watcher's first-tick baseline; silence becomes not_reporting."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -15,10 +14,8 @@ from uuid import UUID
 import pytest
 from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.http import Server, start_server
 from platformkit.passwords import FAST_TEST_POLICY
 from platformkit.testing.databases import DatabaseFactory
-from platformkit.testing.services import free_port
 from pydantic import SecretStr
 from strataplane import db
 from strataplane.actions import fleet_enrollment, tokens
@@ -30,7 +27,7 @@ from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents
-from strataplane.testing import Seed
+from strataplane.testing import Seed, served_strataplane
 
 LAYER = """agentKind = "telegraf"
 owner = "platform"
@@ -96,7 +93,7 @@ class Fleet:
         return found
 
     async def until(
-        self, agent_id: str, check: Callable[[fleet_agents.Agent], bool], within: float = 15
+        self, agent_id: str, check: Callable[[fleet_agents.Agent], bool], within: float = 120
     ) -> fleet_agents.Agent:
         deadline = asyncio.get_running_loop().time() + within
         while True:
@@ -116,31 +113,8 @@ def served_database(database_factory: DatabaseFactory, strataplane_template: str
 
 @pytest.fixture(scope="module")
 def served(served_database: str) -> Iterator[str]:
-    port = free_port()
-    env = {
-        "STRATAPLANE_DATABASE_URL": served_database,
-        "STRATAPLANE_SHARDS": "2",
-        "STRATAPLANE_FLEET_AGENT_URL": f"http://127.0.0.1:{port}",
-        "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": "0.3",
-        "STRATAPLANE_FLEET_FLUSH_INTERVAL": "0.1",
-    }
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    server: Server | None = None
-    try:
-        server = start_server(
-            "strataplane.app:create_app", port=port, factory=True, log_level="warning"
-        )
-        server.wait_ready(60)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        if server is not None:
-            server.stop()
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    with served_strataplane(served_database) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +161,29 @@ async def test_enroll_fetch_heartbeat_in_sync_then_reload(fleet: Fleet) -> None:
             lambda a: a.applied_revision_id == second and a.sync == "in_sync",
         )
         assert sim.reloads >= 1
+        assert sim.state == "running"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_an_agent_started_before_its_config_exists_comes_back_with_its_service_manager(
+    fleet: Fleet,
+) -> None:
+    """Nothing is published yet: the start-up GETs get 503 and the process exits, as Telegraf
+    does; restarted by its service manager, it runs the config once there is one."""
+    enrolled = await fleet.enroll("early-1")
+    sim = fleet.telegraf(enrolled, restart_after=0.2)
+    task = asyncio.create_task(sim.run())
+    try:
+        deadline = asyncio.get_running_loop().time() + 120
+        while sim.restarts < 1:
+            assert asyncio.get_running_loop().time() < deadline, sim
+            await asyncio.sleep(0.1)
+        assert sim.exit_reason == "config fetch or parse failed"
+        first = await publish(fleet.services.pool, fleet.tenant_id, tree())
+        agent = await fleet.until(enrolled["agent_id"], lambda a: a.sync == "in_sync")
+        assert agent.applied_revision_id == first
         assert sim.state == "running"
     finally:
         task.cancel()
@@ -241,7 +238,7 @@ async def test_first_tick_baseline_and_last_modified(fleet: Fleet) -> None:
         await fleet.until(enrolled["agent_id"], lambda a: a.served_at is not None)
         second = await publish(fleet.services.pool, fleet.tenant_id, tree(percpu="true"))
         agent = await fleet.until(
-            enrolled["agent_id"], lambda a: a.applied_revision_id == second, within=20
+            enrolled["agent_id"], lambda a: a.applied_revision_id == second, within=120
         )
         assert sim.reloads == 1
         assert agent.desired_since is not None

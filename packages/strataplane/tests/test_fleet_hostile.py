@@ -5,6 +5,7 @@ isolates its items, so one bad report never loses another agent's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -243,3 +244,23 @@ async def test_an_oversize_body_is_refused_while_it_streams_in(fleet: Fleet) -> 
         )
     assert refused.status_code == 413
     assert refused.json()["code"] == "content_too_large"
+
+
+async def test_a_flush_waits_for_the_one_already_writing(fleet: Fleet) -> None:
+    """The periodic flush may have taken the queue just before a flush is asked for (by stop,
+    or here): the asked-for flush returns only once that batch is written."""
+    batcher = fleet.app.state.fleet.batcher
+    agent = fleet.agents[0]
+    assert (await _post(fleet, agent, agent.beat(status="FAIL"))).status_code == 200
+    pool = fleet.app.state.services.pool
+    async with tenant_transaction(pool, SCOPE, fleet.tenant_id) as conn:
+        await conn.execute(  # hold the agent's row: the first flush waits inside its write
+            "SELECT 1 FROM agent_instance WHERE id = %s FOR NO KEY UPDATE", (agent.id,)
+        )
+        writing = asyncio.create_task(batcher.flush())
+        await asyncio.sleep(0.2)  # let it take the queue and reach the lock
+        asked = asyncio.create_task(batcher.flush())
+        await asyncio.sleep(0.2)
+        assert not asked.done(), "a flush returned while an earlier batch was still unwritten"
+    await asyncio.wait_for(asyncio.gather(writing, asked), timeout=120)
+    assert await fleet.health(agent) == "failed"

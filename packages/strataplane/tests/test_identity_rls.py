@@ -81,9 +81,14 @@ def _raw_rows(admin_url: str, tenant_id: uuid.UUID, admin_id: uuid.UUID) -> None
 
 
 def _fleet_rows(conn: psycopg.Connection[Any], t: uuid.UUID, cs: uuid.UUID, digest: bytes) -> None:
-    """One row of each fleet table (migrations 0010-0012, 0030)."""
+    """One row of each fleet table (migrations 0010-0012, 0030, 0050)."""
     host, agent, token, rollout = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    value = uuid.uuid4()
     statements = [
+        (
+            "INSERT INTO fleet_render_url (tenant_id, agent_url) VALUES (%s, 'http://a:1')",
+            (t,),
+        ),
         ("INSERT INTO host (id, tenant_id, name) VALUES (%s, %s, 'h')", (host, t)),
         (
             "INSERT INTO host_label (tenant_id, host_id, source, key, value) "
@@ -175,6 +180,47 @@ def _fleet_rows(conn: psycopg.Connection[Any], t: uuid.UUID, cs: uuid.UUID, dige
             "INSERT INTO pin (id, tenant_id, agent_instance_id, revision_id, reason) "
             "VALUES (%s, %s, %s, 1, 'r')",
             (uuid.uuid4(), t, agent),
+        ),
+        # secrets and audit sinks (migrations 0060, 0061)
+        (
+            "INSERT INTO secret_key (id, fingerprint) VALUES (1, %s) ON CONFLICT (id) DO NOTHING",
+            (digest,),
+        ),
+        (
+            "INSERT INTO tenant_key (tenant_id, id, kek_id, nonce, wrapped_key) "
+            "VALUES (%s, 1, 1, 'n', 'w')",
+            (t,),
+        ),
+        (
+            "INSERT INTO sealed_value (id, tenant_id, owner, key_id, nonce, ciphertext) "
+            "VALUES (%s, %s, 'secret/X/1', 1, 'n', 'c')",
+            (value, t),
+        ),
+        (
+            "INSERT INTO secret_version (tenant_id, secret_name, version, value_id) "
+            "VALUES (%s, 'X', 1, %s)",
+            (t, value),
+        ),
+        (
+            "INSERT INTO secret_delivery (tenant_id, secret_name, version, agent_instance_id, "
+            "channel, assurance) VALUES (%s, 'X', 1, %s, 'telegraf-secretstore', 'low')",
+            (t, agent),
+        ),
+        (
+            "INSERT INTO audit_sink (id, tenant_id, kind, config, cursor_seq) "
+            "VALUES (%s, %s, 'syslog', '{}', 0)",
+            (uuid.uuid4(), t),
+        ),
+        # Elastic Agent (migration 0070)
+        (
+            "INSERT INTO agent_component (tenant_id, agent_instance_id, component_id, state) "
+            "VALUES (%s, %s, 'system/metrics-default', 'HEALTHY')",
+            (t, agent),
+        ),
+        (
+            "INSERT INTO agent_action (id, tenant_id, agent_instance_id, type, artifact, "
+            "policy_seq) VALUES (%s, %s, %s, 'POLICY_CHANGE', %s, 1)",
+            (uuid.uuid4(), t, agent, digest),
         ),
     ]
     for statement, args in statements:

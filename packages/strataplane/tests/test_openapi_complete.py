@@ -1,24 +1,25 @@
 """Every route the server answers is in its OpenAPI document, with a request schema where it
 takes a body and a response schema for each answer: FastAPI's routes, the agents' endpoints
-served ahead of FastAPI, and the kernel's operational routes."""
+served ahead of FastAPI, and the kernel's operational routes. The console's HTML pages and
+form posts (outside /api/, declared out of the schema) are not API."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import FastAPI
-from starlette.routing import Route
+from platformkit.testing.routes import served_routes
 from strataplane.testing import client_for
 
-DOCUMENTATION = {"/api/v1/openapi.json", "/api/v1/docs", "/docs/oauth2-redirect"}
+DOCUMENTATION = {"/api/v1/openapi.json", "/api/v1/docs"}
 
 
 def _served(app: FastAPI) -> dict[str, set[str]]:
     served: dict[str, set[str]] = {}
-    for route in app.routes:
-        if isinstance(route, Route) and route.path not in DOCUMENTATION:
-            methods = set(route.methods or ()) - {"HEAD"} or {"GET"}
-            served.setdefault(route.path, set()).update(m.lower() for m in methods)
+    for route in served_routes(app):  # included routers' routes too
+        console_page = not route.in_schema and not route.path.startswith("/api/")
+        if route.path not in DOCUMENTATION and not console_page:
+            served.setdefault(route.path, set()).add(route.method)
     for path, endpoint in app.front.endpoints.items():  # type: ignore[attr-defined]
         served.setdefault(path, set()).update(m.lower() for m in endpoint.methods)
     return served
@@ -47,3 +48,15 @@ async def test_every_route_is_documented_with_schemas(sp_app: FastAPI) -> None:
             if method in {"post", "put", "patch"} and "requestBody" in operation:
                 for media in operation["requestBody"]["content"].values():
                     assert "schema" in media, where
+
+
+async def test_the_docs_page_is_ours_and_loads_nothing_from_elsewhere(sp_app: FastAPI) -> None:
+    async with client_for(sp_app) as http:
+        answer = await http.get("/api/v1/docs")
+    assert answer.status_code == 200
+    page = answer.text
+    assert 'id="tag-change-sets"' in page  # every tag's operations, grouped
+    assert "/api/v1/change-sets/{ref}/merge" in page
+    assert "application/problem+json</code>: <span class=t>Problem (object)" in page
+    assert "<script" not in page.lower()
+    assert "cdn" not in page.lower()

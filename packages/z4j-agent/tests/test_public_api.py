@@ -38,6 +38,9 @@ def test_package_api_is_locked() -> None:
 
 
 def test_module_apis_are_locked() -> None:
+    import z4j_agent.beat
+
+    assert z4j_agent.beat.__all__ == ["BrainScheduler"]
     assert z4j_agent.celery.__all__ == ["install", "uninstall"]
     assert sorted(z4j_agent.redaction.__all__) == [
         "REDACTED",

@@ -42,6 +42,7 @@ class StubBrain:
         self.closes: list[int | None] = []
         self.connections = 0
         self.send_command = False
+        self.command_frame_id = ""
 
     def new_session(self) -> tuple[Session, dict[str, Any]]:
         self.connections += 1
@@ -93,21 +94,19 @@ class StubBrain:
         await ws.send(json.dumps(ack))
         signer, verifier = FrameSigner(session), FrameVerifier(session)
         if self.send_command:
-            await ws.send(
-                json.dumps(
-                    signer.sign(
-                        "command",
-                        {
-                            "command_id": "cmd-1",
-                            "action": "retry",
-                            "target": {"task_id": "t"},
-                            "parameters": {},
-                            "timeout_seconds": 30,
-                            "issued_by": "test",
-                        },
-                    )
-                )
+            command = signer.sign(
+                "command",
+                {
+                    "command_id": "cmd-1",
+                    "action": "retry",
+                    "target": {"task_id": "t"},
+                    "parameters": {},
+                    "timeout_seconds": 30,
+                    "issued_by": "test",
+                },
             )
+            self.command_frame_id = command["id"]
+            await ws.send(json.dumps(command))
         try:
             async for message in ws:
                 reply = self.take(verifier, signer, json.loads(message))
@@ -187,12 +186,16 @@ async def test_ships_everything_and_deletes_only_acked(
     assert {"worker_id", "worker_pid", "worker_started_at", "host", "capabilities"} <= set(hello)
     heartbeat = next(f for f in stub.frames if f["type"] == "heartbeat")["payload"]
     assert set(heartbeat) == {"buffer_size", "dropped_events", "last_flush_at", "adapter_health"}
-    result = next(f for f in stub.frames if f["type"] == "command_result")["payload"]
-    assert result == {
+    result_frame = next(f for f in stub.frames if f["type"] == "command_result")
+    ack_frame = next(f for f in stub.frames if f["type"] == "command_ack")
+    # As the z4j agents do: ack and result carry the command frame's id as their own.
+    command_frame_id = stub.command_frame_id
+    assert result_frame["id"] == ack_frame["id"] == command_frame_id
+    assert result_frame["payload"] == {
         "command_id": "cmd-1",
         "status": "failed",
         "result": None,
-        "error": "unsupported",
+        "error": "this agent does not carry out 'retry'",
     }
     assert not transport.alive
 
@@ -368,7 +371,8 @@ async def test_http_fallback_ships_and_answers_commands(
     assert stub.hellos[0]["type"] == "hello"
     result = next(f for f in stub.frames if f["type"] == "command_result")["payload"]
     assert result["command_id"] == "cmd-h"
-    assert result["error"] == "unsupported"
+    assert result["status"] == "failed"
+    assert result["error"] == "this agent does not carry out 'cancel'"
 
 
 async def test_http_fallback_bad_token_backs_off_long(

@@ -247,3 +247,37 @@ async def test_with_smtp_configured_the_invitation_goes_to_the_mail_server(
         failed = await _invite(http, project, "bob@example.com", "viewer")
     assert failed.status_code == 502
     assert failed.json()["code"] == "mail.failed"
+
+
+async def test_a_brain_administrator_restores_an_owner(seed: Seed, z4j_database: str) -> None:
+    """A project whose only owner is locked out: its admin cannot make an owner, a brain
+    administrator can (a member promoted, or an account added), audited."""
+    owner = await seed.user("gone@example.com")
+    project = await seed.project(owner)
+    admin = await seed.user("stays@example.com")
+    await seed.member(project, admin, "admin")
+    await seed.user("root@example.com", is_admin=True)
+    await seed.user("fresh@example.com")
+    url = f"/api/v1/projects/{project}/owners"
+    async with seed.signed_in("stays@example.com") as http:
+        refused = await http.post(url, json={"email": "stays@example.com"})
+        assert refused.status_code == 403, refused.text
+    async with seed.signed_in("root@example.com") as http:
+        promoted = await http.post(url, json={"email": "stays@example.com"})
+        added = await http.post(url, json={"email": "fresh@example.com"})
+        unknown = await http.post(url, json={"email": "nobody@example.com"})
+        roles = {m["email"]: m["role"] for m in (await http.get(f"{url[:-7]}/members")).json()}
+    assert (promoted.status_code, promoted.json()["role"]) == (200, "owner")
+    assert (added.status_code, added.json()["role"]) == (200, "owner")
+    assert unknown.status_code == 404
+    assert roles == {
+        "gone@example.com": "owner",
+        "stays@example.com": "owner",
+        "fresh@example.com": "owner",
+    }
+    with psycopg.connect(z4j_database) as conn:
+        rows = conn.execute(
+            "SELECT details->>'email', details->>'from' FROM audit_log "
+            "WHERE action = 'member.restore_owner' ORDER BY id"
+        ).fetchall()
+    assert rows == [("stays@example.com", "admin"), ("fresh@example.com", None)]

@@ -56,6 +56,25 @@ async def test_nul_in_the_task_list_query_names_the_parameter(seed: Seed, param:
         assert answer.json()["errors"][0]["loc"] == ["query", param]
 
 
+async def test_the_dashboards_pages_get_the_error_page(seed: Seed) -> None:
+    """The guard's refusal of a page's request is the dashboard's error page, not JSON; the
+    API's stays problem+json. Sign-in posted as multipart with NUL in a field, or with a file,
+    is refused alike."""
+    owner = await seed.user("page@example.com")
+    project = await seed.project(owner)
+    async with seed.signed_in("page@example.com") as http:
+        form = await http.post("/login", data={"email": NUL, "password": "x"})
+        multipart = await http.post("/login", files={"email": (None, NUL), "password": (None, "x")})
+        upload = await http.post("/login", files={"email": ("e.txt", b"x", "text/plain")})
+        page = await http.get(f"/projects/{project}/tasks?q=x%00y")
+        api = await http.get(f"/api/v1/projects/{project}/tasks?q=x%00y")
+    for answer in (form, multipart, upload, page):
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"].startswith("text/html")
+        assert "<html" in answer.text.lower()
+    assert api.headers["content-type"] == "application/problem+json"
+
+
 def test_a_100_mib_sign_in_body_is_refused_before_it_is_read(brain_server: BrainProcess) -> None:
     assert brain_server.proc is not None
     before = tree_rss_kb(brain_server.proc.pid)

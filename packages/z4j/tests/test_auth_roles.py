@@ -18,10 +18,13 @@ from z4j.domain.roles import (
 
 P = Permission
 # The documented matrix, written out: who may do what.
+OPERATE = {P.PROJECT_READ, P.TASK_RETRY, P.TASK_CANCEL, P.QUEUE_MANAGE, P.WORKER_MANAGE,
+           P.SCHEDULE_MANAGE}  # fmt: skip
 MATRIX = {
     Role.VIEWER: {P.PROJECT_READ},
-    Role.OPERATOR: {P.PROJECT_READ, P.TASK_RETRY, P.TASK_CANCEL},
-    Role.ADMIN: {P.PROJECT_READ, P.TASK_RETRY, P.TASK_CANCEL, P.AGENT_MANAGE, P.MEMBER_MANAGE},
+    Role.OPERATOR: OPERATE,
+    Role.ADMIN: OPERATE
+    | {P.AGENT_MANAGE, P.MEMBER_MANAGE, P.AUDIT_READ, P.RETENTION_MANAGE, P.ALERT_MANAGE},
     Role.OWNER: set(Permission),
 }
 

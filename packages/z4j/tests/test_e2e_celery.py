@@ -37,13 +37,11 @@ import pytest
 import redis
 from platformkit.testing.services import service_missing, tcp_reachable
 from psycopg.rows import dict_row
-from z4j.actions import users
-from z4j.secrets_file import load_or_create
-from z4j.settings import Settings
-from z4j.startup import Prepared, open_brain
 from z4j.testing import BrainProcess, wait_for
 from z4j_agent.buffer import EventBuffer
 from z4j_agent.celery import install, uninstall
+
+pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
 APP_DIR = Path(__file__).parent / "e2e_app"
 BROKERS = {
@@ -254,19 +252,8 @@ async def stack(
 
 
 async def create_admin(server: BrainProcess) -> None:
-    """The first admin, through the action ``z4j serve`` runs for Z4J_ADMIN_EMAIL (the database
-    is already migrated by the running brain)."""
-    settings = Settings(
-        database_url=server.admin_url,  # type: ignore[arg-type]
-        config_dir=server.config_dir,
-        public_url=server.url,
-    )
-    brain_secrets, _ = load_or_create(server.config_dir)
-    brain = await open_brain(Prepared(settings, brain_secrets, server.admin_url, False), max_size=2)
-    try:
-        assert await users.create_first_admin(brain, ADMIN_EMAIL, ADMIN_PASSWORD)
-    finally:
-        await brain.pool.close()
+    """The first admin, through the action ``z4j serve`` runs for Z4J_ADMIN_EMAIL."""
+    assert await server.create_admin(ADMIN_EMAIL, ADMIN_PASSWORD)
 
 
 @asynccontextmanager

@@ -253,6 +253,9 @@ class GatewayClient:
     async def revoke_key(self, bearer: str, agent_id: str, key_id: str) -> None:
         await self._json("DELETE", f"/v1/agents/{agent_id}/keys/{key_id}", bearer=bearer)
 
+    async def upload_usage(self, bearer: str, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return await self._json("POST", "/v1/usage", bearer=bearer, json={"records": records})
+
     async def heartbeat(self, bearer: str, agent_id: str, body: dict[str, Any]) -> None:
         await self._json("POST", f"/v1/agents/{agent_id}/heartbeat", bearer=bearer, json=body)
 

@@ -11,7 +11,8 @@ interleave inside one):
   (the default), the receiver holds the delivery WebSocket instead (``push``), which also brings
   the status of this agent's sent messages; a gateway that does not upgrade is long-polled.
 - flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
-  unpublished receipts, report unpresented messages that expired, heartbeat every 30 s,
+  unpublished receipts, report unpresented messages that expired, upload captured usage
+  (``usage_upload``), heartbeat every 30 s,
   apply local retention every hour, and once a day replace the agent's key when 30 days or less
   are left of it (``rotation``; an hour later again after a failure), or at once when a
   heartbeat finds it unusable (revoked: AB-1010 once the credential is renewed).
@@ -48,6 +49,7 @@ from agentbus_sidecar.rotation import KEY_UNUSABLE, key_expiry, rotate_key, rota
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import inbox
 from agentbus_sidecar.store.retention import prune
+from agentbus_sidecar.usage_upload import upload_usage
 
 __all__ = [
     "DELIVERIES",
@@ -117,6 +119,7 @@ async def sync_once(rt: Runtime, *, wait_s: int = 0, receive: bool = True) -> Sy
             report.flush.unreachable = str(exc)
         else:
             await flush_settlements(rt, utcnow(), report.flush)
+            await upload_usage(rt)
     report.expired = inbox.expire_unpresented(rt.conn, utcnow())
     return report
 
@@ -225,6 +228,9 @@ async def _flusher(
             log(f"{msg_id} failed for good: {error}")
         for msg_id in inbox.expire_unpresented(rt.conn, utcnow()):
             log(f"{msg_id} expired before it was presented")
+        if report.unreachable is None:
+            for problem in (await upload_usage(rt))[1]:
+                log(f"a usage record was refused: {problem}")
         key_unusable = False
         if loop.time() >= next_heartbeat:
             next_heartbeat = loop.time() + HEARTBEAT_S

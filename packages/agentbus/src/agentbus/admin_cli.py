@@ -292,6 +292,28 @@ def users_restore_owner(
     console.print(f"{user} is an active owner of {tenant}")
 
 
+@users_app.command("console-link")
+def users_console_link(
+    ctx: typer.Context,
+    tenant: TenantOpt,
+    email: Annotated[str, typer.Argument(help="E-mail of an owner or admin of the tenant.")],
+    base_url: Annotated[
+        str,
+        typer.Option(
+            help="How the user's browser reaches the gateway.", envvar="AGENTBUS_PUBLIC_URL"
+        ),
+    ] = "http://127.0.0.1:7900",
+) -> None:
+    """A one-time console sign-in link for an owner or admin (works once, for 15 minutes)."""
+    from agentbus.console.sessions import mint_link
+
+    tid = _id("ten", tenant, "--tenant")
+    link = _run(ctx, lambda c: mint_link(c.pool, tid, email))
+    console.print(
+        f"{base_url.rstrip('/')}/console/sign-in?link={link}", markup=False, soft_wrap=True
+    )
+
+
 def _print_token(issued: tokens.IssuedToken) -> None:
     console.print(f"token {format_id('tok', issued.row['id'])}, shown once; store it now:")
     typer.echo(issued.plaintext)

@@ -47,7 +47,8 @@ from typing import Any
 import httpx
 from agentbus_sidecar.sync import DELIVERIES, LONG_POLL
 
-from agentbus import benchhost
+from agentbus import benchhost, benchpolicies
+from agentbus.benchanalytics import set_analytics_triggers
 from agentbus.benchcpu import CpuMeter
 from agentbus.benchdeploy import Deployment, enroll, gateway_errors, make_tenant, workdir
 from agentbus.benchlone import lone_rounds
@@ -83,10 +84,16 @@ def goals(paced: dict[str, Any], unpaced: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
+async def run_bench(dep: Deployment, work: Workload, emit_row: Emit) -> None:
+    def emit(row: dict[str, Any]) -> None:
+        emit_row({**row, "analytics": dep.analytics})
+
     dep.tenant_id, token = await make_tenant(
         str(dep.database_url), dep.root / "config" / "keyring.json"
     )
+    if not dep.analytics:  # the baseline: no outbox rows either
+        await set_analytics_triggers(str(dep.database_url), enabled=False)
+    await benchpolicies.install(str(dep.database_url), dep.tenant_id, work.policies)
     await asyncio.to_thread(dep.start_gateway)
     async with httpx.AsyncClient(base_url=dep.url, timeout=30) as client:
         agents = [
@@ -97,7 +104,7 @@ async def run_bench(dep: Deployment, work: Workload, emit: Emit) -> None:
     emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
     lanes = [Lane(dep.url, *pair) for pair in agents]
     payloads = "inline" if dep.inline_payloads else "store"
-    bench = GatewayBench(lanes, meter, work.delivery, dep.workers, payloads)
+    bench = GatewayBench(lanes, meter, work.delivery, dep.workers, payloads, work.policies)
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
@@ -139,17 +146,21 @@ def bench(
     lone: int = 0,
     delivery: str = LONG_POLL,
     inline_payloads: bool = False,
+    analytics: bool = True,
+    policies: str = "default",
     emit: Emit | None = None,
 ) -> None:
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
     if delivery not in DELIVERIES:
         raise ValueError(f"delivery is one of {', '.join(sorted(DELIVERIES))}, not {delivery!r}")
+    if policies not in benchpolicies.POLICY_SETS:
+        raise ValueError(f"policies is one of {', '.join(benchpolicies.POLICY_SETS)}")
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
-        dep = Deployment(root, database_url, nats_url, workers, inline_payloads)
+        dep = Deployment(root, database_url, nats_url, workers, inline_payloads, analytics)
         try:
             dep.start_services()
-            work = Workload(messages, rate, warmup, lanes, raw, lone, delivery)
+            work = Workload(messages, rate, warmup, lanes, raw, lone, delivery, policies)
             asyncio.run(run_bench(dep, work, out))
         except Exception:
             for line in gateway_errors(dep.root / "gateway.log"):

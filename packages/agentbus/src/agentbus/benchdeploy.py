@@ -72,6 +72,7 @@ class Deployment:
     nats_url: str | None
     workers: int
     inline_payloads: bool = False
+    analytics: bool = True
     port: int = field(default_factory=free_port)
     postgres: EmbeddedPostgres | None = None
     nats_server: EmbeddedNats | None = None
@@ -98,10 +99,11 @@ class Deployment:
 
     def gateway_environment(self) -> dict[str, str]:
         """The gateway's environment: this deployment's servers and config directory, its
-        payloads inline or not, and no request rates (a receiver that polls and reads for each
-        few messages makes more than the 3,000 requests a minute of 04 §1.6 in a run of a
-        minute). The rest comes from this process's environment (``AGENTBUS_OBJECT_STORE_URL``
-        and the AWS variables put the payloads in S3)."""
+        payloads inline or not, analytics (chDB under the config directory) on or off, and no
+        request rates (a receiver that polls and reads for each few messages makes more than
+        the 3,000 requests a minute of 04 §1.6 in a run of a minute). The rest comes from this
+        process's environment (``AGENTBUS_OBJECT_STORE_URL`` and the AWS variables put the
+        payloads in S3)."""
         if self.database_url is None or self.nats_url is None:
             raise RuntimeError("start_services first")
         return {
@@ -111,6 +113,7 @@ class Deployment:
             "AGENTBUS_CONFIG_DIR": str(self.root / "config"),
             "AGENTBUS_REQUEST_RATE_LIMITS": "false",
             "AGENTBUS_INLINE_PAYLOADS": str(self.inline_payloads).lower(),
+            "AGENTBUS_ANALYTICS": str(self.analytics).lower(),
         }
 
     def start_gateway(self) -> None:

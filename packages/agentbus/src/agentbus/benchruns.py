@@ -47,6 +47,7 @@ class Result:
     workers: int | None = None
     lanes: int | None = None
     payloads: str | None = None  # the gateway's setting: inline or store
+    policies: str | None = None  # the tenant's policy set (benchpolicies)
     payload_opens: dict[str, int] | None = None  # what the gateway's metric counted, by source
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
@@ -67,6 +68,7 @@ class Result:
                     "workers": self.workers,
                     "lanes": self.lanes,
                     "payloads": self.payloads,
+                    "policies": self.policies,
                     "payload_opens": self.payload_opens,
                 }
             ),
@@ -98,6 +100,7 @@ class Workload:
     raw: bool  # also the same workload over raw JetStream
     lone_rounds: int = 0  # messages one at a time first, for each request's CPU (benchlone)
     delivery: str = LONG_POLL  # how the receiving clients get their messages
+    policies: str = "default"  # the tenant's policy set (benchpolicies)
 
 
 async def drive(
@@ -279,9 +282,10 @@ class GatewayBench:
         delivery: str = LONG_POLL,
         workers: int = 1,
         payloads: str = "store",
+        policies: str = "default",
     ) -> None:
         self.lanes, self.meter, self.delivery, self.workers = lanes, meter, delivery, workers
-        self.payloads = payloads
+        self.payloads, self.policies = payloads, policies
 
     async def aclose(self) -> None:
         for lane in self.lanes:
@@ -292,7 +296,7 @@ class GatewayBench:
         before the clock starts, and closes after the run (a long-poll of the same agent, as
         the lone rounds make, would replace a socket left open)."""
         result.delivery, result.workers, result.lanes = self.delivery, self.workers, len(self.lanes)
-        result.payloads = self.payloads
+        result.payloads, result.policies = self.payloads, self.policies
         sockets: list[ClientConnection] = []
         try:
             if self.delivery == PUSH:

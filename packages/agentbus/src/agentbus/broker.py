@@ -35,6 +35,7 @@ MAX_BATCH = 100
 MAX_EXPIRES_S = 30
 MAX_MSG_SIZE = 1024 * 1024
 _NS = 1_000_000_000
+AUDIT_STREAM = "SYS_AUDIT"
 
 
 def stream_name(tenant_id: uuid.UUID) -> str:
@@ -165,6 +166,26 @@ class Broker:
             )
         self._streams.add(name)
         return created
+
+    async def ensure_audit_stream(self) -> None:
+        """``SYS_AUDIT`` on ``sys.audit.>`` (data model §2.1): the tenant audit chains as
+        events, kept by limits (no age: the chain outlives message retention)."""
+        if AUDIT_STREAM in self._streams:
+            return
+        try:
+            await self.js.stream_info(AUDIT_STREAM)
+        except NotFoundError:
+            await self.js.add_stream(
+                StreamConfig(
+                    name=AUDIT_STREAM,
+                    subjects=["sys.audit.>"],
+                    retention=RetentionPolicy.LIMITS,
+                    storage=StorageType.FILE,
+                    num_replicas=self.replicas,
+                    duplicate_window=float(DUPLICATE_WINDOW_S),
+                )
+            )
+        self._streams.add(AUDIT_STREAM)
 
     async def set_retention(self, tenant_id: uuid.UUID, retention_days: int) -> None:
         """The tenant stream's ``max_age`` (a stream not created yet gets it when it is)."""

@@ -1,4 +1,5 @@
-"""The ``agentbus-gateway`` command: serve, migrate, schema doc, partitions, and ``admin``."""
+"""The ``agentbus-gateway`` command: serve, migrate, schema doc, partitions, ``admin``,
+``audit``, ``keys`` and ``support``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from platformkit.cli import Console
 from platformkit.cli import run as run_cli
 from wirekit.clierrors import CliError
 
-from agentbus import admin_cli, db
+from agentbus import admin_cli, cli_audit, cli_keys, cli_support, db
+from agentbus.policies import cli as policies_cli
 from agentbus.settings import Settings
 
 app = typer.Typer(help="AgentBus gateway.", no_args_is_help=True)
@@ -88,6 +90,20 @@ def bench(
             "in their JetStream copy, and deliveries read no object."
         ),
     ] = False,
+    analytics: Annotated[
+        bool,
+        typer.Option(
+            help="Run the gateway with analytics (the outbox triggers and chDB ingest); run "
+            "once with and once without for the CPU analytics adds per message."
+        ),
+    ] = True,
+    policies: Annotated[
+        str,
+        typer.Option(
+            help="The tenant's policy set: default (allow all, no Cedar call), or realistic "
+            "(six forbids beside the default, a full Cedar decision per send and read)."
+        ),
+    ] = "default",
     database_url: Annotated[
         str | None,
         typer.Option(
@@ -115,7 +131,27 @@ def bench(
         raise typer.BadParameter(hint, param_hint="--delivery")
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
         lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery,
-        inline_payloads=inline_payloads)  # fmt: skip
+        inline_payloads=inline_payloads, analytics=analytics,
+        policies=policies)  # fmt: skip
+
+
+@app.command("bench-analytics")
+def bench_analytics(
+    events: Annotated[int, typer.Option(min=1, help="Events queued, then drained.")] = 100_000,
+    batch: Annotated[int, typer.Option(min=1, help="Rows per ClickHouse insert.")] = 10_000,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="A PostgreSQL server to create the bench database in (default: a "
+            "throwaway embedded one).",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Analytics ingest: outbox -> chDB events per second and CPU per event; JSON lines."""
+    from agentbus.benchanalytics import bench_analytics as run
+
+    run(events, batch, database_url)
 
 
 def stack_command() -> list[str]:
@@ -204,6 +240,10 @@ def retention_run(database_url: DatabaseUrl = None) -> None:
 
 
 app.add_typer(admin_cli.app, name="admin")
+app.add_typer(cli_audit.app, name="audit")
+app.add_typer(cli_keys.app, name="keys")
+app.add_typer(cli_support.app, name="support")
+admin_cli.app.add_typer(policies_cli.app, name="policies")
 
 
 def main() -> None:

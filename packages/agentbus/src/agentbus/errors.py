@@ -11,6 +11,7 @@ The tree (the codes defined so far; add a class per code as paths need it)::
     +-- RoleRequired                      AB-1008 403 role_required
     +-- TenantSuspended                   AB-1013 403 tenant_suspended
     +-- WorkspaceMismatch                 AB-1015 403 workspace_mismatch
+    +-- PolicyInvalid                     AB-4003 422 policy_invalid
     +-- SupportConsentRequired            AB-4005 403 support_consent_required
     +-- PlanLimitReached                  AB-5006 403 plan_limit_reached
     +-- RequestInvalid                    AB-8001 422 request_invalid
@@ -19,6 +20,7 @@ The tree (the codes defined so far; add a class per code as paths need it)::
     +-- StateConflict                     AB-8008 409 state_conflict
     +-- ConfirmationRequired              AB-8010 428 confirmation_required
     +-- DatabaseUnavailable               AB-9002 503 database_unavailable
+    +-- AnalyticsUnavailable              AB-9005 503 analytics_unavailable
 
 ``code`` and ``name`` are stable forever. Domain code raises these; only the HTTP layer renders
 them (``type`` is ``https://agentbus.exchange/errors/<code>``, ``name`` is a data member).
@@ -77,6 +79,10 @@ class WorkspaceMismatch(AgentBusError):
     code, status, name, title = "AB-1015", 403, "workspace_mismatch", "Token bound to a workspace"
 
 
+class PolicyInvalid(AgentBusError):
+    code, status, name, title = "AB-4003", 422, "policy_invalid", "Policy fails validation"
+
+
 class SupportConsentRequired(AgentBusError):
     code, status, name = "AB-4005", 403, "support_consent_required"
     title = "No open support consent window"
@@ -109,3 +115,7 @@ class ConfirmationRequired(AgentBusError):
 
 class DatabaseUnavailable(AgentBusError):
     code, status, name, title = "AB-9002", 503, "database_unavailable", "Database unavailable"
+
+
+class AnalyticsUnavailable(AgentBusError):
+    code, status, name, title = "AB-9005", 503, "analytics_unavailable", "Analytics unavailable"

@@ -1,7 +1,8 @@
 """Tenant data keys on ``tenant_keys``: the kernel's envelope crypto wired to AgentBus's table.
 
 The platform KEK of data model §5 is the deployment keyring (``platformkit.crypto.Keyring``, a
-0600 file); BYOK providers come later. So for every platform tenant:
+0600 file); a BYOK tenant's KEK is its own AWS KMS key (``agentbus.kms``). For a platform
+tenant:
 
 - ``tenants.kek_ref`` is ``kms://platform/deployment-keyring``;
 - a ``tenant_keys`` row's ``kek_ref`` names the keyring key that wrapped it,
@@ -23,44 +24,39 @@ from __future__ import annotations
 
 import time
 import uuid
-from pathlib import Path
+from typing import Any
 
 from platformkit.crypto import (
     Keyring,
-    KeyringError,
     StoredDataKey,
     TenantId,
     WrappedDataKey,
-    generate_keyring,
+    load_or_create_keyring,
     new_data_key,
 )
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 
 from agentbus.db import SCOPE
+from agentbus.kms import PLATFORM_KEK, kek_id_of, kek_ref_for
 from agentbus.store import tenant_keys, tenants
 
-PLATFORM_KEK = "kms://platform/deployment-keyring"
+__all__ = [
+    "KEY_CACHE_TTL_S",
+    "PLATFORM_KEK",
+    "TenantKeyStore",
+    "add_tenant_key",
+    "kek_id_of",
+    "kek_ref_for",
+    "load_or_create_keyring",
+    "store_key",
+    "store_wrapped_key",
+]
+
 KEY_CACHE_TTL_S = 2.0
 _CACHE_MAX = 10000
 
 
-def kek_ref_for(kek_id: int) -> str:
-    return f"{PLATFORM_KEK}/{kek_id}"
-
-
-def kek_id_of(kek_ref: str) -> int:
-    head, _, tail = kek_ref.rpartition("/")
-    if head != PLATFORM_KEK or not tail.isdigit():
-        raise KeyringError(f"{kek_ref!r} is not a platform keyring reference")
-    return int(tail)
-
-
-def load_or_create_keyring(path: Path) -> Keyring:
-    """The keyring at ``path``; a new one (mode 0600, in a 0700 directory) if there is none."""
-    if path.exists():
-        return Keyring.load(path)
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return generate_keyring(path)
+Row = dict[str, Any]
 
 
 def _stored(row: dict[str, object]) -> StoredDataKey:
@@ -71,17 +67,27 @@ def _stored(row: dict[str, object]) -> StoredDataKey:
     return StoredDataKey(version, WrappedDataKey(kek_id_of(kek_ref), wrapped))
 
 
-async def store_wrapped_key(
-    conn: Conn, tenant_id: uuid.UUID, wrapped: WrappedDataKey
-) -> StoredDataKey:
+async def store_key(
+    conn: Conn, tenant_id: uuid.UUID, *, kek_ref: str, kek_provider: str, wrapped: bytes
+) -> dict[str, Any]:
     """Store ``wrapped`` as the tenant's next version, active, and retire the previous one
     (data model §5.3). The tenant row is locked first so two rotations never share a version."""
     await tenants.lock_tenant(conn, tenant_id)
     version = await tenant_keys.next_version(conn, tenant_id)
     await tenant_keys.retire_active(conn, tenant_id)
-    row = await tenant_keys.insert_key(
-        conn, tenant_id, version, dek_wrapped=wrapped.wrapped, kek_ref=kek_ref_for(wrapped.kek_id)
+    return await tenant_keys.insert_key(
+        conn, tenant_id, version, dek_wrapped=wrapped, kek_ref=kek_ref, kek_provider=kek_provider
     )
+
+
+async def store_wrapped_key(
+    conn: Conn, tenant_id: uuid.UUID, wrapped: WrappedDataKey
+) -> StoredDataKey:
+    """``store_key`` for a key wrapped by the deployment keyring."""
+    row = await store_key(
+        conn, tenant_id, kek_ref=kek_ref_for(wrapped.kek_id), kek_provider="platform",
+        wrapped=wrapped.wrapped,
+    )  # fmt: skip
     return _stored(row)
 
 
@@ -101,10 +107,10 @@ class TenantKeyStore:
     def __init__(self, pool: Pool, *, ttl_s: float = KEY_CACHE_TTL_S) -> None:
         self._pool = pool
         self.ttl_s = ttl_s
-        # (tenant, key id or None for the active key) -> (deadline, key)
-        self._cache: dict[tuple[uuid.UUID, int | None], tuple[float, StoredDataKey]] = {}
+        # (tenant, key id or None for the active key) -> (deadline, row)
+        self._cache: dict[tuple[uuid.UUID, int | None], tuple[float, dict[str, Any]]] = {}
 
-    def _cached(self, key: tuple[uuid.UUID, int | None]) -> StoredDataKey | None:
+    def _cached(self, key: tuple[uuid.UUID, int | None]) -> dict[str, Any] | None:
         hit = self._cache.get(key)
         if hit is None:
             return None
@@ -113,10 +119,10 @@ class TenantKeyStore:
             return None
         return hit[1]
 
-    def _remember(self, key: tuple[uuid.UUID, int | None], stored: StoredDataKey) -> None:
+    def _remember(self, key: tuple[uuid.UUID, int | None], row: dict[str, Any]) -> None:
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()
-        self._cache[key] = (time.monotonic() + self.ttl_s, stored)
+        self._cache[key] = (time.monotonic() + self.ttl_s, row)
 
     def forget(self, tenant_id: TenantId) -> None:
         """Drop what this process remembers of the tenant's keys."""
@@ -124,43 +130,40 @@ class TenantKeyStore:
         for key in [k for k in self._cache if k[0] == tid]:
             del self._cache[key]
 
-    async def get_active(self, tenant_id: TenantId) -> StoredDataKey | None:
-        tid = _uuid(tenant_id)
-        cached = self._cached((tid, None))
+    async def active_row(self, tenant_id: uuid.UUID, conn: Conn | None = None) -> Row | None:
+        """The active ``tenant_keys`` row (with the tenant's ``tenant_kek_ref``), on ``conn``
+        when given (the caller's tenant transaction), else in a transaction of its own."""
+        return await self._row(tenant_id, None, conn)
+
+    async def row(self, tenant_id: uuid.UUID, version: int) -> Row | None:
+        """A usable (active or retired) version."""
+        return await self._row(tenant_id, version, None)
+
+    async def _row(self, tid: uuid.UUID, version: int | None, conn: Conn | None) -> Row | None:
+        cached = self._cached((tid, version))
         if cached is not None:
             return cached
-        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
-            row = await tenant_keys.active_key(conn, tid)
-        if row is None:
-            return None
-        stored = _stored(row)
-        self._remember((tid, None), stored)
-        return stored
+        if conn is None:
+            async with tenant_transaction(self._pool, SCOPE, tid) as own:
+                row = await tenant_keys.key_row(own, tid, version)
+        else:
+            row = await tenant_keys.key_row(conn, tid, version)
+        if row is not None:
+            self._remember((tid, version), row)
+        return row
+
+    async def get_active(self, tenant_id: TenantId) -> StoredDataKey | None:
+        row = await self.active_row(_uuid(tenant_id))
+        return None if row is None else _stored(row)
 
     async def active_in(self, conn: Conn, tenant_id: uuid.UUID) -> StoredDataKey | None:
         """``get_active`` on the caller's tenant transaction (no second connection)."""
-        cached = self._cached((tenant_id, None))
-        if cached is not None:
-            return cached
-        row = await tenant_keys.active_key(conn, tenant_id)
-        if row is None:
-            return None
-        stored = _stored(row)
-        self._remember((tenant_id, None), stored)
-        return stored
+        row = await self.active_row(tenant_id, conn)
+        return None if row is None else _stored(row)
 
     async def get(self, tenant_id: TenantId, key_id: int) -> StoredDataKey | None:
-        tid = _uuid(tenant_id)
-        cached = self._cached((tid, key_id))
-        if cached is not None:
-            return cached
-        async with tenant_transaction(self._pool, SCOPE, tid) as conn:
-            row = await tenant_keys.get_key(conn, tid, key_id)
-        if row is None:
-            return None
-        stored = _stored(row)
-        self._remember((tid, key_id), stored)
-        return stored
+        row = await self.row(_uuid(tenant_id), key_id)
+        return None if row is None else _stored(row)
 
     async def put(self, tenant_id: TenantId, wrapped: WrappedDataKey) -> StoredDataKey:
         tid = _uuid(tenant_id)

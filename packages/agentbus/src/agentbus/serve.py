@@ -67,13 +67,31 @@ def payloads_line(settings: GatewaySettings) -> str:
     return f"payloads in {where}{inline}"
 
 
+def analytics_line(settings: GatewaySettings) -> str:
+    """Where analytics go, and the one-owner rule of chDB (docs/decisions/0050)."""
+    if not settings.analytics:
+        return "analytics off in these workers: the outbox keeps its rows for an owner process"
+    if settings.analytics_url is not None:
+        return "analytics in the configured ClickHouse server"
+    where = f"analytics in chDB at {settings.resolved_analytics_dir}"
+    if settings.workers > 1:
+        where += (
+            "; chDB has one owner process, so one worker ingests and answers analytics "
+            "(the others answer AB-9005): configure AGENTBUS_ANALYTICS_URL for several"
+        )
+    return where
+
+
 def serve(settings: GatewaySettings, say: Callable[[str], None] = lambda _line: None) -> int:
     admin_url, nats_url = prepare(settings, say)
     os.environ["AGENTBUS_DATABASE_URL"] = admin_url
     os.environ["AGENTBUS_NATS_URL"] = nats_url
     os.environ["AGENTBUS_CONFIG_DIR"] = str(settings.config_dir)
+    base = (settings.public_url or f"http://{settings.host}:{settings.port}").rstrip("/")
     say(f"AgentBus gateway on http://{settings.host}:{settings.port}")
+    say(f"console: {base}/console (sign-in links: agentbus-gateway admin users console-link)")
     say(payloads_line(settings))
+    say(analytics_line(settings))
     return serve_app(
         APP_FACTORY, settings.host, settings.port, settings.workers, factory=True,
         drain_grace_s=DRAIN_GRACE_S,  # the gateway answers polls and closes sockets on the drain

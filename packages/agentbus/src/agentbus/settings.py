@@ -38,6 +38,21 @@ class Settings(BaseSettings):
         description="Deployment keyring wrapping tenant data keys (mode 0600); default "
         "<config_dir>/keyring.json, created on first use.",
     )
+    kms_aws_region: str | None = Field(
+        None,
+        description="AWS region of tenants' own KMS keys (bring your own key); unset, no tenant "
+        "may register an AWS KMS key. Credentials come from boto3's usual chain.",
+    )
+    kms_aws_endpoint_url: str | None = Field(
+        None, description="AWS KMS endpoint, for a VPC endpoint or a test server."
+    )
+    unwrapped_key_ttl_s: float = Field(
+        600.0,
+        gt=0,
+        le=3600,
+        description="How long an unwrapped tenant data key is reused; a revoked BYOK key stops "
+        "opening payloads within this long.",
+    )
     partitions_months_ahead: int = Field(
         3, ge=0, le=36, description="Monthly messages partitions kept ahead of the current one."
     )

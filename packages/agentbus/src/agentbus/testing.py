@@ -81,7 +81,7 @@ def agentbus_operator(agentbus_app_pool: Pool, agentbus_keyring: Keyring) -> Ctx
 def seed_statements(tenant_id: uuid.UUID, slug: str) -> list[Statement]:
     """One row in each tenant table, foreign keys consistent, for ``tenant_id``. Its support
     consent window is closed, so seeding alone never opens support access."""
-    names = "ws usr inv tok agt key cnv msg tsk trn rcp pol grt blb aud csn sub".split()  # noqa: SIM905 - one line reads better than 17 quoted words
+    names = "ws usr inv tok agt key cnv msg tsk trn rcp pol grt blb aud csn sub usg lnk ses".split()  # noqa: SIM905 - one line reads better than 20 quoted words
     now = datetime.now(UTC)
     p: dict[str, Any] = {k: uuid7() for k in names} | {
         "t": tenant_id,
@@ -139,8 +139,33 @@ def seed_statements(tenant_id: uuid.UUID, slug: str) -> list[Statement]:
         ("subscriptions", "id, tenant_id, plan", "%(sub)s, %(t)s, 'starter'"),
         ("tenant_keys", "tenant_id, version, dek_wrapped, kek_ref, kek_provider",
          "%(t)s, 1, %(h)s, 'kms://platform/test', 'platform'"),
+        ("a2a_bridges", "tenant_id, workspace_id, agent_id, key_id, private_key_enc",
+         "%(t)s, %(ws)s, %(agt)s, %(key)s, %(h)s"),
+        ("audit_chain", "tenant_id, seq, at, event_id, event_kind, actor, summary, prev_hash,"
+         " row_hash", "%(t)s, 1, %(now)s, %(aud)s, 'audit_action', 'system:seed', 'seed.create',"
+         " decode(repeat('00', 32), 'hex'), decode(repeat('11', 32), 'hex')"),
+        ("audit_heads", "tenant_id, seq, row_hash",
+         "%(t)s, 1, decode(repeat('11', 32), 'hex')"),
+        ("usage", "usage_id, recorded_at, tenant_id, workspace_id, agent_id, task_id, harness,"
+         " provider, model, cost_usd, cost_source, reported_by, confidence",
+         "%(usg)s, %(now)s, %(t)s, %(ws)s, %(agt)s, %(tsk)s, 'claude', 'anthropic',"
+         " 'claude-sonnet-4-5', 0.01, 'computed', 'harness', 'exact'"),
+        ("console_sign_in_links", "id, tenant_id, user_id, token_hash, expires_at",
+         "%(lnk)s, %(t)s, %(usr)s, %(h)s, %(later)s"),
+        ("console_sessions", "id, tenant_id, user_id, secret_hash, expires_at",
+         "%(ses)s, %(t)s, %(usr)s, %(h)s, %(later)s"),
+        ("analytics_outbox", "tenant_id, target, row", "%(t)s, 'events', '{}'"),
+        ("events", "tenant_id, workspace_id, message_id, conversation_id, event, trace_id,"
+         " span_id, from_agent_id, type, actor, payload_bytes",
+         "%(t)s, %(ws)s, %(msg)s, %(cnv)s, 'message.fetched', 'x', 'y', %(agt)s,"
+         " 'agentbus.message.v1', 'gateway', 2"),
     ]  # fmt: skip
-    return [(t, f"INSERT INTO {t} ({cols}) VALUES ({vals})", p) for t, cols, vals in rows]
+    # The rows above queued their analytics rows (migration 0021): the seed keeps one of its own.
+    first = {
+        "analytics_outbox": "WITH gone AS (DELETE FROM analytics_outbox WHERE tenant_id = %(t)s) "
+    }
+    return [(t, f"{first.get(t, '')}INSERT INTO {t} ({cols}) VALUES ({vals})", p)
+            for t, cols, vals in rows]  # fmt: skip
 
 
 SEEDED_TABLES = [table for table, _sql, _p in seed_statements(uuid.UUID(int=0), "x")]
@@ -153,5 +178,9 @@ async def seed_tenant(admin_url: str, slug: str) -> tuple[uuid.UUID, list[Statem
     async with await AsyncConnection.connect(admin_url) as conn:
         for _table, sql, params in statements:
             await conn.execute(sql, params)
+        # One row a table: the seeded event stays, the one the message's trigger wrote goes.
+        await conn.execute(
+            "DELETE FROM events WHERE tenant_id = %s AND event = 'message.accepted'", (tenant_id,)
+        )
         await conn.commit()
     return tenant_id, statements

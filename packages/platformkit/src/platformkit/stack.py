@@ -20,6 +20,7 @@ import typer
 from platformkit.cli import Console
 from platformkit.cli import run as run_cli
 from platformkit.db.server import embedded_from_env
+from platformkit.http.serve import child_preexec
 from platformkit.nats.embedded import nats_from_env
 
 app = typer.Typer(help="Run the control planes together on one machine.", no_args_is_help=True)
@@ -57,8 +58,12 @@ def up(
     env = {**os.environ, "PLATFORMKIT_PG_PORT": str(pg.port), "PLATFORMKIT_NATS_URL": nats_url}
     for name, cmd in services.items():
         console.print(f"[green]{name}[/] starting: {' '.join(cmd)}")
-        # Each server gets its own process group, so stopping it reaches its workers too.
-        procs.append((name, subprocess.Popen(cmd, env=env, start_new_session=True)))  # noqa: S603
+        # Each server gets its own process group, so stopping it reaches its workers too, and
+        # ends when this process ends, however it ends (SIGKILL included).
+        child = subprocess.Popen(  # noqa: S603 - the systems' own serve commands
+            cmd, env=env, start_new_session=True, preexec_fn=child_preexec()
+        )
+        procs.append((name, child))
     if not procs:
         console.print("No system servers are installed yet; the databases stay up. Ctrl-C stops.")
     try:

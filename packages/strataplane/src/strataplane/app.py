@@ -12,16 +12,19 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 from platformkit.db.pool import open_pool
 from platformkit.db.scope import transaction
 from platformkit.http import (
     Idempotency,
+    ProblemError,
     add_readiness_check,
     install,
     pool_check,
     problem_responses,
     rls_scope,
 )
+from platformkit.http.apidocs import add_api_docs
 from platformkit.http.metrics import http_metrics
 from platformkit.http.openapi import operational_paths
 from platformkit.jobs import JobRunner
@@ -29,14 +32,20 @@ from platformkit.passwords import DEFAULT_POLICY, PasswordPolicy
 from starlette.types import Receive, Scope, Send
 
 from strataplane import __version__, db
-from strataplane.actions import catalog, jobs
+from strataplane.actions import catalog, jobs, secrets
 from strataplane.actions.context import Services
-from strataplane.agents import telegraf
+from strataplane.agents import elastic, telegraf, telegraf_secrets, vector
 from strataplane.agents.front import AgentFront
 from strataplane.agents.openapi import agent_paths
 from strataplane.agents.runtime import start_fleet
 from strataplane.api import v1
+from strataplane.api.v1 import audit_sinks as audit_sinks_api
 from strataplane.api.v1 import fleet as fleet_api
+from strataplane.api.v1 import secrets as secrets_api
+from strataplane.api.v1 import trust_anchors as trust_anchors_api
+from strataplane.console import router as console_router
+from strataplane.console.render import STATIC, STATIC_PATH, error_page
+from strataplane.controllers.audit_sinks import AuditExporter
 from strataplane.settings import Settings
 from strataplane.store import tenants
 
@@ -68,6 +77,7 @@ class StrataplaneApp(FastAPI):
             return self.openapi_schema
         document = super().openapi()  # kept by FastAPI as openapi_schema: updated in place
         document["paths"].update(agent_paths(document.setdefault("components", {})))
+        document["paths"].update(telegraf_secrets.openapi_paths())
         document["paths"].update(operational_paths())
         return document
 
@@ -96,6 +106,13 @@ def create_app(
             async with transaction(pool) as conn:
                 shards = await tenants.ensure_installation(conn, settings.shards)
             await catalog.ensure_shipped(pool, settings)
+            await secrets.keyring(services)  # a keyring that is not this database's stops here
+            exporter = AuditExporter(
+                pool,
+                lambda: secrets.keyring(services),
+                interval=settings.audit_export_interval,
+                batch=settings.audit_export_batch,
+            )
             runner = JobRunner(
                 pool, db.QUEUE, jobs.tasks(pool), concurrency=settings.job_concurrency
             )
@@ -103,9 +120,11 @@ def create_app(
             services.jobs = runner
             app.state.services = services
             fleet = await start_fleet(app, pool, shards)
+            await exporter.start()
             try:
                 yield
             finally:
+                await exporter.stop()
                 await fleet.stop()
                 await runner.stop()
         finally:
@@ -116,12 +135,19 @@ def create_app(
         version=__version__,
         lifespan=lifespan,
         openapi_url="/api/v1/openapi.json",
-        docs_url="/api/v1/docs",
+        docs_url=None,  # FastAPI's page loads a CDN; ours is add_api_docs below
         redoc_url=None,
         responses=problem_responses("4XX", "5XX"),
     )
     install(app, body_limits=BODY_LIMITS)
-    app.front = AgentFront(app.state, telegraf.ENDPOINTS, http_metrics())
+    add_api_docs(app, "/api/v1/docs")
+    endpoints = {
+        **telegraf.ENDPOINTS,
+        **telegraf_secrets.endpoints(app.state),
+        **vector.endpoints(app.state),
+        **elastic.ENDPOINTS,
+    }
+    app.front = AgentFront(app.state, endpoints, http_metrics())
     app.state.idempotency = Idempotency(
         lambda: app.state.services.pool,
         table=f"{db.SCHEMA}.idempotency_key",
@@ -129,5 +155,11 @@ def create_app(
     )
     app.include_router(v1.router)
     app.include_router(fleet_api.router)
+    app.include_router(secrets_api.router)
+    app.include_router(trust_anchors_api.router)
+    app.include_router(audit_sinks_api.router)
+    app.include_router(console_router)
+    app.mount(STATIC_PATH, StaticFiles(directory=STATIC), name="console-static")
+    app.add_exception_handler(ProblemError, error_page)  # pages for the console, else problems
     add_readiness_check(app, "database", pool_check(lambda: app.state.services.pool))
     return app

@@ -7,19 +7,25 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from platformkit.cli import Console
+from platformkit.cli import Console, fail
 from platformkit.cli import run as run_cli
 from platformkit.http.proxy_front import upstream_host
 from rich.markup import escape
 
 from strataplane import cli_spec, db
-from strataplane.agents.settings import FleetSettings
+from strataplane.agents.settings import FleetSettings, default_agent_url
+from strataplane.cli_audit_sinks import register as register_audit_sinks
 from strataplane.cli_delivery import register as register_delivery
 from strataplane.cli_fleet import register as register_fleet
+from strataplane.cli_people import register as register_people
+from strataplane.cli_secrets import register as register_secrets
 from strataplane.settings import Settings
+
+if TYPE_CHECKING:
+    from platformkit.http.tls_front import TlsFrontConfig
 
 app = typer.Typer(
     help="strataplane: a control plane for telemetry agent fleets.", no_args_is_help=True
@@ -27,6 +33,9 @@ app = typer.Typer(
 console = Console(stderr=True, soft_wrap=True)
 register_fleet(app)  # explain, simulate telegraf, bench fleet
 register_delivery(app)  # rollouts, pins, catalog
+register_people(app)  # teams, members, bindings, enrollment tokens, agents
+register_secrets(app)  # secrets, the keyring and trust anchors
+register_audit_sinks(app)
 DatabaseUrl = Annotated[
     str | None,
     typer.Option(
@@ -82,12 +91,29 @@ def serve(
     host: Annotated[str | None, typer.Option(help="Listen address (default: 127.0.0.1).")] = None,
     port: Annotated[int | None, typer.Option(help="Listen port (default: 7800).")] = None,
     workers: Annotated[int | None, typer.Option(help="Worker processes (default: 1).")] = None,
+    agent_url: Annotated[
+        str | None,
+        typer.Option(
+            help="The URL agents reach this server at (default: http://HOST:PORT, the "
+            "machine's name when HOST is a wildcard).",
+            envvar="STRATAPLANE_FLEET_AGENT_URL",
+        ),
+    ] = None,
     agent_proxy_listen: Annotated[
         str | None,
         typer.Option(
             help="Also accept agents at HOST:PORT behind a PROXY-protocol load balancer "
             "(v1 or v2, only from STRATAPLANE_FLEET_PROXY_FROM).",
             envvar="STRATAPLANE_FLEET_PROXY_PROTOCOL_LISTEN",
+        ),
+    ] = None,
+    agent_tls_listen: Annotated[
+        str | None,
+        typer.Option(
+            help="Also accept agents over TLS at HOST:PORT (certificate and key from "
+            "STRATAPLANE_FLEET_TLS_CERT and STRATAPLANE_FLEET_TLS_KEY; client certificates of "
+            "the CAs in STRATAPLANE_FLEET_TLS_CLIENT_CA, for trust anchors).",
+            envvar="STRATAPLANE_FLEET_TLS_LISTEN",
         ),
     ] = None,
 ) -> None:
@@ -107,10 +133,17 @@ def serve(
     os.environ["STRATAPLANE_DATABASE_URL"] = admin_url
     for key, value in overrides.items():
         os.environ[f"STRATAPLANE_{key.upper()}"] = str(value)
+    reached = agent_url or default_agent_url(settings.host, settings.port)
+    os.environ["STRATAPLANE_FLEET_AGENT_URL"] = reached
     front = proxy_front(agent_proxy_listen, settings.host) if agent_proxy_listen else None
-    console.print(f"[green]strataplane[/] on http://{settings.host}:{settings.port}/api/v1/docs")
+    tls = tls_front(agent_tls_listen, settings.host) if agent_tls_listen else None
+    base = f"http://{settings.host}:{settings.port}"
+    console.print(f"[green]strataplane[/] console on {base}/  (API docs: {base}/api/v1/docs)")
+    console.print(f"agents reach it at {reached}", markup=False)
     if front is not None:
         console.print(f"agents behind a PROXY-protocol balancer: {agent_proxy_listen}")
+    if tls is not None:
+        console.print(f"agents over TLS: {agent_tls_listen}")
     raise typer.Exit(
         run(
             "strataplane.app:create_app",
@@ -122,6 +155,7 @@ def serve(
             backpressure=settings.backpressure,
             proxy_listen=front[0] if front else None,
             proxy_trusted=front[1] if front else (),
+            tls_front=tls,
         )
     )
 
@@ -140,6 +174,29 @@ def proxy_front(listen: str, host: str) -> tuple[tuple[str, int], list[str]]:
         raise typer.BadParameter("expected HOST:PORT", param_hint="--agent-proxy-listen")
     os.environ["STRATAPLANE_FLEET_PROXY_FROM"] = json.dumps([*trusted, upstream_host(host)])
     return (bind.strip("[]") or "0.0.0.0", int(port)), trusted  # noqa: S104
+
+
+def tls_front(listen: str, host: str) -> TlsFrontConfig:
+    """The agents' TLS listener; the workers trust the front's address for its headers."""
+    from platformkit.http.tls_front import TlsFrontConfig
+
+    cert, key = (
+        os.environ.get("STRATAPLANE_FLEET_TLS_CERT"),
+        os.environ.get("STRATAPLANE_FLEET_TLS_KEY"),
+    )
+    if not cert or not key:
+        raise typer.BadParameter(
+            "set STRATAPLANE_FLEET_TLS_CERT and STRATAPLANE_FLEET_TLS_KEY first",
+            param_hint="--agent-tls-listen",
+        )
+    bind, _, port = listen.rpartition(":")
+    if not port.isdigit():
+        raise typer.BadParameter("expected HOST:PORT", param_hint="--agent-tls-listen")
+    trusted = FleetSettings().proxy_from
+    os.environ["STRATAPLANE_FLEET_PROXY_FROM"] = json.dumps([*trusted, upstream_host(host)])
+    client_ca = os.environ.get("STRATAPLANE_FLEET_TLS_CLIENT_CA") or None
+    where = (bind.strip("[]") or "0.0.0.0", int(port))  # noqa: S104
+    return TlsFrontConfig(where, (upstream_host(host), 0), cert, key, client_ca)
 
 
 @app.command("create-admin")
@@ -162,8 +219,7 @@ def create_admin(
     try:
         check_new_password_of(username, None, password)
     except errors.WeakPassword as exc:
-        print(f"error: {exc.code}: {exc.detail}", file=sys.stderr)
-        raise typer.Exit(1) from None
+        fail(exc)
     user_id = asyncio.run(
         create_platform_admin(
             db.resolve_admin_url(database_url), username, display_name or username, password
@@ -215,6 +271,50 @@ def audit_verify(
                 f"{check.reason} ({check.detail}); the {check.checked} events before it verify"
             )
     if not all(check.ok for check in checks):
+        raise typer.Exit(1)
+
+
+@audit_app.command("ship")
+def audit_ship(
+    bucket: Annotated[
+        str,
+        typer.Argument(
+            help="Where the events go: s3://BUCKET/PREFIX (credentials and endpoint from "
+            "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL)."
+        ),
+    ],
+    tenant: Annotated[
+        list[str] | None, typer.Option(help="Only this tenant (id or slug); repeatable.")
+    ] = None,
+    batch: Annotated[int, typer.Option(help="Events per object.", min=1, max=100_000)] = 1000,
+    follow: Annotated[
+        float | None,
+        typer.Option(help="Keep shipping, a pass every this many seconds.", min=1),
+    ] = None,
+    database_url: DatabaseUrl = None,
+) -> None:
+    """Copy the tenants' audit chains to an object store as JSON Lines.
+
+    Each run goes on after what the bucket already holds and prints each tenant's progress
+    and backlog as JSON; it exits 1 if one failed."""
+    from strataplane.actions.admin import ship_audit
+    from strataplane.controllers.audit_bucket import TenantShipped
+
+    def report(done: list[TenantShipped]) -> None:
+        for shipped in done:
+            print(json.dumps(shipped.as_json()), flush=True)
+
+    done = asyncio.run(
+        ship_audit(
+            db.resolve_admin_url(database_url),
+            bucket,
+            tenant or [],
+            batch=batch,
+            follow=follow,
+            report=report,
+        )
+    )
+    if any(d.error for d in done):
         raise typer.Exit(1)
 
 

@@ -98,7 +98,7 @@ class Client:
         data = None
         if body is not None:
             data, sent["Content-Type"] = json.dumps(body).encode(), "application/json"
-        query = f"?{urllib.parse.urlencode(params)}" if params else ""
+        query = f"?{urllib.parse.urlencode(params, doseq=True)}" if params else ""
         reply = self.transport(method, f"{self.url}/api/v1{path}{query}", data, sent)
         if reply.status not in expect:
             fail(reply)
@@ -214,14 +214,40 @@ def cs_list(ctx: typer.Context, state: Annotated[str | None, typer.Option()] = N
 
 @cs_app.command("show")
 def cs_show(ctx: typer.Context, ref: Ref) -> None:
-    """A change set: state, changed files, diagnostics."""
+    """A change set: files, diagnostics, and each approval still missing with who can give it."""
     http = client(ctx)
-    cs = http.get(f"/change-sets/{ref}")
+    status = http.get(f"/change-sets/{ref}/approvals")
+    cs = status["change_set"]
     _summary(cs)
     for row in http.get(f"/change-sets/{ref}/files"):
         mark = "D" if row["blob_hash"] is None else "A" if row["base_hash"] is None else "M"
         out.print(f"  {mark} {e(row['path'])}")
     _diagnostics(cs)
+    _approvals(status)
+
+
+def _approvals(status: Mapping[str, Any]) -> None:
+    verdict = "[green]approved[/]" if status["approved"] else "[yellow]not approved yet[/]"
+    out.print(f"approvals: {verdict}")
+    for r in status["requirements"]:
+        who = (
+            "anyone who may review"
+            if not r["teams"]
+            else f"team {r['teams'][0]}"
+            if len(r["teams"]) == 1
+            else f"one of the teams {', '.join(r['teams'])}"
+        )
+        rules = f" ({', '.join(r['rules'])})" if r["rules"] else ""
+        state = "[green]met[/]" if r["met"] else f"[red]missing {r['missing']}[/]"
+        out.print(f"  {r['count']} approval(s) from {e(who)}{e(rules)}: {state}")
+        if r["approved_by"]:
+            out.print(f"    approved by: {e(', '.join(r['approved_by']))}")
+        if not r["met"]:
+            can = ", ".join(r["can_satisfy"]) or "nobody yet: give a member the approver role"
+            out.print(f"    can approve: {e(can)}")
+    if status["rejected_by"]:
+        names = ", ".join(status["rejected_by"])
+        out.print(f"  [red]rejected by[/] {e(names)} (a reject blocks until they review again)")
 
 
 @cs_app.command("edit")

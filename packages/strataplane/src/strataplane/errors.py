@@ -6,12 +6,14 @@ The tree (codes in brackets)::
     +-- AuthRequired             [auth.required]               401 no valid credential
     +-- InvalidCredentials       [auth.invalid_credentials]    401 wrong username or password
     +-- SignInThrottled          [auth.throttled]              429 too many failed sign-ins
+    +-- OidcFailed               [auth.oidc_failed]            401 the OIDC sign-in did not complete
     +-- CsrfRejected             [auth.csrf]                   403 session request without token
     +-- PermissionDenied         [permission.denied]           403 data: permission
     +-- PlatformAdminRequired    [platform.admin_required]     403 a platform credential of an admin
     +-- TenantSuspended          [tenant.suspended]            403 no logins, no API tokens
     +-- MembershipDisabled       [member.disabled]             403 disabled here, or no membership
     +-- NotFound                                               404 one subclass per noun
+    |   +-- OidcNotConfigured    [oidc.not_configured]         404 no OIDC provider is set up
     +-- Conflict                                               409 one subclass per rule
     +-- InvalidInput             [validation_failed]           422 one subclass per rule
         +-- WeakPassword         [password.weak]               422 field: password
@@ -42,6 +44,12 @@ class SignInThrottled(StrataplaneError):
     code, status, title = "auth.throttled", 429, "Too many failed sign-ins; try again later"
 
 
+class OidcFailed(StrataplaneError):
+    """The provider's answer was refused (details in the server log, never in the answer)."""
+
+    code, status, title = "auth.oidc_failed", 401, "Single sign-on did not complete"
+
+
 class CsrfRejected(StrataplaneError):
     code, status, title = "auth.csrf", 403, "Missing or wrong X-CSRF-Token"
 
@@ -64,6 +72,10 @@ class MembershipDisabled(StrataplaneError):
 
 class NotFound(StrataplaneError):
     code, status, title = "not_found", 404, "Not found"
+
+
+class OidcNotConfigured(NotFound):
+    code, title = "oidc.not_configured", "No single sign-on provider is configured"
 
 
 class TenantNotFound(NotFound):

@@ -5,6 +5,8 @@ Per-tenant settings live in the database (tenant.limits), never here.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -62,4 +64,46 @@ class Settings(BaseSettings):
             "Extra Ed25519 public keys (base64 of the raw 32 bytes, comma-separated) that may "
             "sign catalog bundles, beside the keys the package ships in catalog/trusted_keys.txt."
         ),
+    )
+    keyring_path: Path | None = Field(
+        default=None,
+        description="The deployment keyring file (mode 0600) whose keys wrap the tenants' data "
+        "keys (docs/strataplane/secrets.md); unset: keyring.json in the user data directory, "
+        "created on first use.",
+    )
+    audit_export_interval: float = Field(
+        default=2.0,
+        gt=0,
+        description="Seconds between passes of the audit exporter over the tenants' audit sinks.",
+    )
+    audit_export_batch: int = Field(
+        default=100, ge=1, le=10_000, description="Audit events sent to a sink per request."
+    )
+    oidc_issuer: str | None = Field(
+        default=None,
+        description="Issuer URL of the OpenID Connect provider people sign in with "
+        "(docs/strataplane/sign-in.md); unset: local users only. https, or http to loopback.",
+    )
+    oidc_client_id: str | None = Field(
+        default=None, description="This server's client id at the OIDC provider."
+    )
+    oidc_client_secret: SecretStr | None = Field(
+        default=None, description="This server's client secret at the OIDC provider."
+    )
+    oidc_tenant: str | None = Field(
+        default=None,
+        description="Slug of the tenant a person signing in through OIDC becomes a member of "
+        "(source oidc) at the first login.",
+    )
+    oidc_groups_claim: str = Field(
+        default="groups",
+        description="ID token claim listing the person's groups; each is matched with the "
+        "external_id of the tenant's oidc teams at every login.",
+    )
+    oidc_scopes: str = Field(
+        default="openid email profile groups",
+        description="Scopes asked of the provider, space-separated.",
+    )
+    oidc_label: str = Field(
+        default="Single sign-on", description="The sign-in page's name for the provider."
     )

@@ -7,13 +7,20 @@
 - ``sp_app``: the real ASGI app with its lifespan (job runner included);
 - ``sp_seed``: creates admins, tenants, users and tokens through the actions.
 
+``served_strataplane`` runs the real server (granian) in its own process for the end-to-end
+tests whose agents reach it over HTTP.
+
 Heavy imports happen inside the fixtures, so loading the plugin costs the other packages'
 test runs nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
@@ -76,9 +83,20 @@ IMPLEMENTED_TABLES = (
     "rollout_stage",
     "rollout_assignment",
     "pin",
+    # secrets (migration 0060)
+    "secret_key",
+    "tenant_key",
+    "sealed_value",
+    "secret_version",
+    "secret_delivery",
+    "audit_sink",  # migration 0061
+    # Elastic Agent (migration 0070)
+    "agent_component",
+    "agent_action",
 )
 # Tables the spec does not have, each added by a decision record (docs/decisions/).
-ADDED_TABLES = ("tenant_invitation", "sign_in_throttle")  # decisions 0022, 0025
+# decisions 0022, 0025, 0033, 0046
+ADDED_TABLES = ("tenant_invitation", "sign_in_throttle", "fleet_render_url", "oidc_login")
 
 
 async def _migrate(url: str) -> object:
@@ -99,7 +117,23 @@ async def _migrate(url: str) -> object:
 
 
 @pytest.fixture(scope="session")
-async def strataplane_template(database_factory: DatabaseFactory) -> str:
+def strataplane_keyring(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One deployment keyring for the session, named in the environment so that the tests'
+    services and the servers they start (which inherit it) open the same file."""
+    import os
+
+    path = str(tmp_path_factory.mktemp("keyring") / "keyring.json")
+    saved = os.environ.get("STRATAPLANE_KEYRING_PATH")
+    os.environ["STRATAPLANE_KEYRING_PATH"] = path
+    yield path
+    if saved is None:
+        os.environ.pop("STRATAPLANE_KEYRING_PATH", None)
+    else:
+        os.environ["STRATAPLANE_KEYRING_PATH"] = saved
+
+
+@pytest.fixture(scope="session")
+async def strataplane_template(database_factory: DatabaseFactory, strataplane_keyring: str) -> str:
     return await database_factory.template("strataplane", _migrate)
 
 
@@ -150,9 +184,11 @@ async def sp_app(strataplane_database: str) -> AsyncIterator[FastAPI]:
 class Seed:
     """Creates what tests need through the same actions the API calls."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, *, names_from: int = 0) -> None:
+        """``names_from``: where the numbers of generated names start, so two seeds on one
+        database do not collide."""
         self.services = services
-        self._n = 0
+        self._n = names_from
 
     def system(self) -> Ctx:
         from strataplane.actions.context import system_ctx
@@ -234,3 +270,61 @@ def client_for(app: FastAPI, token: str | None = None) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url=BASE_URL, headers=headers
     )
+
+
+_SERVER_LOGS: dict[str, Path] = {}
+
+
+def server_log(url: str, lines: int = 60) -> str:
+    """The last ``lines`` lines the server ``served_strataplane`` started at ``url`` logged."""
+    path = _SERVER_LOGS.get(url)
+    if path is None or not path.exists():
+        return "(no server log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) or "(empty)"
+
+
+@contextlib.contextmanager
+def served_strataplane(database_url: str, **settings: str) -> Iterator[str]:
+    """The server on a free port over ``database_url`` with fast fleet loops (and ``settings``,
+    named as STRATAPLANE_ variables without the prefix); yields its base URL. The variables are
+    set while it runs, as the server process reads them, and put back afterwards. Its log goes
+    to a file whose last lines ``server_log(url)`` gives, for a failing test's message."""
+    import tempfile
+
+    from platformkit.http import Server, start_server
+    from platformkit.testing.services import free_port
+
+    port = free_port()
+    log = Path(tempfile.mkdtemp(prefix="strataplane-served-")) / "server.log"
+    _SERVER_LOGS[f"http://127.0.0.1:{port}"] = log
+    env = {
+        "STRATAPLANE_DATABASE_URL": database_url,
+        "STRATAPLANE_SHARDS": "2",
+        "STRATAPLANE_FLEET_AGENT_URL": f"http://127.0.0.1:{port}",
+        "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": "0.3",
+        "STRATAPLANE_FLEET_FLUSH_INTERVAL": "0.1",
+        **{f"STRATAPLANE_{name.upper()}": value for name, value in settings.items()},
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    server: Server | None = None
+    try:
+        server = start_server(
+            "strataplane.app:create_app",
+            port=port,
+            factory=True,
+            log_level="warning",
+            log_file=log,
+        )
+        server.wait_ready(60)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        if server is not None:
+            server.stop()
+        _SERVER_LOGS.pop(f"http://127.0.0.1:{port}", None)
+        shutil.rmtree(log.parent, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -29,10 +29,11 @@ import celery  # type: ignore[import-untyped]
 from celery import signals
 
 from z4j_agent.agent import Agent
+from z4j_agent.celery_commands import celery_handlers
 from z4j_agent.celery_tasks import TaskCapture
 from z4j_agent.config import AgentConfig, load_config
 from z4j_agent.events import utc_iso
-from z4j_agent.identity import ProcessIdentity
+from z4j_agent.identity import CELERY_CAPABILITIES, ProcessIdentity
 from z4j_agent.shipper import CommandHandler
 
 __all__ = ["install", "uninstall"]
@@ -48,12 +49,15 @@ def install(
     command_handlers: dict[str, CommandHandler] | None = None,
     worker_heartbeat_seconds: float = 30.0,
 ) -> Agent:
-    """Capture the events of ``app``; the configuration comes from ``Z4J_*`` variables or
-    ``app.conf.z4j_*`` unless given. Installing again replaces the previous installation."""
+    """Capture the events of ``app`` and carry out the brain's commands on it
+    (``z4j_agent.celery_commands``; ``command_handlers`` add to or replace those); the
+    configuration comes from ``Z4J_*`` variables or ``app.conf.z4j_*`` unless given. Installing
+    again replaces the previous installation."""
     global _current
     uninstall()
     agent = Agent(
-        config or (lambda: load_config(celery_conf=app.conf)), command_handlers=command_handlers
+        config or (lambda: load_config(celery_conf=app.conf)),
+        command_handlers=celery_handlers(app) | (command_handlers or {}),
     )
     _current = CeleryIntegration(app, agent, worker_heartbeat_seconds)
     _current.connect()
@@ -67,6 +71,19 @@ def uninstall(timeout: float = SHUTDOWN_FLUSH_SECONDS) -> None:
         _current.disconnect()
         _current.agent.stop(timeout)
         _current = None
+
+
+def _active_task_ids() -> list[str]:
+    """The tasks this worker runs now, read in its main process: a prefork worker marks a
+    request active when a pool child accepts it, whichever child that is."""
+    from celery.worker import state  # type: ignore[import-untyped]
+
+    for _ in range(3):  # the worker's thread may change the set while it is copied
+        try:
+            return sorted(str(request.id) for request in tuple(state.active_requests))
+        except RuntimeError:
+            continue
+    raise RuntimeError("active requests kept changing")
 
 
 class CeleryIntegration(TaskCapture):
@@ -123,6 +140,9 @@ class CeleryIntegration(TaskCapture):
             worker_role=role,
             started_at=self.started_at,
             framework_version=celery.__version__,
+            active_tasks=_active_task_ids if role == "task" else None,
+            # The hello advertises exactly the commands this agent carries out.
+            capabilities=CELERY_CAPABILITIES + tuple(sorted(self.agent.command_handlers)),
         )
 
     # Worker lifecycle.

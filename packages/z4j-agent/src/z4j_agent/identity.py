@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from z4j_agent.events import utc_iso
-from z4j_agent.protocol import PROTOCOL_VERSION
+from z4j_agent.protocol import MAX_ACTIVE_TASKS, PROTOCOL_VERSION
 
 AGENT_VERSION = "0.1.0"
 CELERY_CAPABILITIES = ("events.task", "events.worker")
@@ -30,6 +31,20 @@ class ProcessIdentity:
     pid: int = field(default_factory=os.getpid)
     started_at: str = field(default_factory=utc_iso)
     framework_version: str | None = None
+    # The engine task ids running in this worker now; None where the process runs no tasks.
+    active_tasks: Callable[[], list[str]] | None = field(default=None, compare=False)
+
+
+def active_tasks_field(identity: ProcessIdentity) -> dict[str, Any]:
+    """``{"active_tasks": [...]}`` for a hello or heartbeat, or nothing when this process
+    cannot tell (a producer, a failing probe, more than the protocol's bound)."""
+    if identity.active_tasks is None:
+        return {}
+    try:
+        active = identity.active_tasks()
+    except Exception:  # a probe of the worker's state must never break the session
+        return {}
+    return {"active_tasks": active} if len(active) <= MAX_ACTIVE_TASKS else {}
 
 
 def hello_payload(identity: ProcessIdentity) -> dict[str, Any]:
@@ -50,4 +65,5 @@ def hello_payload(identity: ProcessIdentity) -> dict[str, Any]:
         "worker_role": identity.worker_role,
         "worker_pid": identity.pid,
         "worker_started_at": identity.started_at,
+        **active_tasks_field(identity),
     }

@@ -18,7 +18,7 @@ from typing import Any
 from z4j_agent.buffer import EventBuffer
 from z4j_agent.config import AgentConfig
 from z4j_agent.events import utc_iso
-from z4j_agent.identity import ProcessIdentity, hello_payload
+from z4j_agent.identity import ProcessIdentity, active_tasks_field, hello_payload
 from z4j_agent.links import Frame, Link, LinkClosed
 from z4j_agent.protocol import (
     CLOSE_BAD_HELLO,
@@ -98,10 +98,12 @@ class Shipper:
         for task in done:
             task.result()
 
-    async def emit(self, frame_type: str, payload: dict[str, Any]) -> Frame:
+    async def emit(
+        self, frame_type: str, payload: dict[str, Any], frame_id: str | None = None
+    ) -> Frame:
         # Signing and sending under one lock keeps seq in sending order across tasks.
         async with self._send_lock:
-            frame = self._signer.sign(frame_type, payload)
+            frame = self._signer.sign(frame_type, payload, frame_id)
             await self._link.send(frame)
             return frame
 
@@ -195,23 +197,26 @@ class Shipper:
                 log.warning("z4j brain reported an error: %s", str(payload)[:500])
 
     async def _command(self, frame: Frame) -> None:
+        """Ack at once, carry the command out, report. As the z4j agents do, the ack and the
+        result carry the command frame's id as their own frame id (and ours also put it in
+        ``command_id``); the result's status is ``success`` or ``failed``."""
         payload = frame["payload"]
         command_id = str(payload.get("command_id") or frame["id"])
-        await self.emit("command_ack", {"command_id": command_id})
+        await self.emit("command_ack", {"command_id": command_id}, frame_id=frame["id"])
         handler = self.command_handlers.get(str(payload.get("action")))
         result: dict[str, Any] = {
             "command_id": command_id,
             "status": "failed",
             "result": None,
-            "error": "unsupported",
+            "error": f"this agent does not carry out {str(payload.get('action'))[:80]!r}",
         }
         if handler is not None:
             try:
                 outcome = await asyncio.to_thread(handler, payload)
-                result.update(status="succeeded", result=outcome, error=None)
+                result.update(status="success", result=outcome, error=None)
             except Exception as exc:  # reported to the brain, not raised
                 result["error"] = f"{type(exc).__name__}: {exc}"[:1000]
-        await self.emit("command_result", result)
+        await self.emit("command_result", result, frame_id=frame["id"])
 
     async def _heartbeat_loop(self, interval: float) -> None:
         while True:
@@ -223,6 +228,7 @@ class Shipper:
                     "dropped_events": dropped,
                     "last_flush_at": self.last_flush_at,
                     "adapter_health": {"celery": "ok"},
+                    **active_tasks_field(self.identity),
                 },
             )
             await asyncio.sleep(interval)

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from platformkit.db.scope import Conn, Pool, platform_transaction, tenant_transaction
 from platformkit.mail import Mailer, mailer_for
@@ -22,6 +22,8 @@ CHANGES_CHANNEL = "z4j_changes"
 SIGN_IN_TABLE = "sign_in_throttle"
 AGENT_TOKEN = TokenFormat.encoded("z4ja_", nbytes=32, encoding="urlsafe")
 INVITATION_TOKEN = TokenFormat.encoded("z4ji_", nbytes=32, encoding="urlsafe")
+RESET_TOKEN = TokenFormat.encoded("z4jr_", nbytes=32, encoding="urlsafe")
+API_KEY = TokenFormat.encoded("z4jk_", nbytes=32, encoding="urlsafe")
 
 
 class LiveSession(Protocol):
@@ -35,9 +37,10 @@ class Brain:
     pool: Pool
     # (agent id, worker id) -> the connection serving it; a reconnect replaces the old one.
     live: dict[tuple[uuid.UUID, str], LiveSession] = field(default_factory=dict)
-    # session id -> HTTP-fallback session of this process (see z4j.api.agent_http)
-    http_sessions: dict[str, Any] = field(default_factory=dict)
     changes: asyncio.Condition = field(default_factory=asyncio.Condition)
+    # agent id -> wake-up events of this process's connections of that agent, set when a
+    # command for it is queued (z4j.controllers.commands)
+    command_wakers: dict[uuid.UUID, set[asyncio.Event]] = field(default_factory=dict)
     # failed sign-ins per account and address, in the database (platformkit.signin)
     sign_in: SignInThrottle = field(default_factory=lambda: SignInThrottle(SIGN_IN_TABLE))
 

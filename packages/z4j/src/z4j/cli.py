@@ -3,23 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
-from typing import Annotated
+from collections.abc import Coroutine
+from typing import Annotated, Any
 
 import typer
-from platformkit.cli import CliError, Console
+from platformkit.cli import CliError, Console, fail
 from platformkit.cli import run as run_cli
 from rich.markup import escape
 
 from z4j import db
+from z4j.alerts_cli import app as alerts_app
+from z4j.cli_commands import queue_app, task_app, worker_app
+from z4j.cli_schedules import schedule_app
 from z4j.secrets_file import load_or_create
 from z4j.settings import Settings
+from z4j.users_cli import app as users_app
 
 app = typer.Typer(
     help="z4j brain: durable history and a live dashboard for Celery.", no_args_is_help=True
 )
 console = Console()
+app.add_typer(task_app, name="task")
+app.add_typer(queue_app, name="queue")
+app.add_typer(worker_app, name="worker")
+app.add_typer(schedule_app, name="schedule")
 
 
 @app.command()
@@ -65,8 +75,7 @@ def serve(
         try:
             check_credentials_shape(admin_email, admin_password)
         except InvalidInput as exc:
-            print(f"error: {exc.code}: {exc.detail}", file=sys.stderr)
-            raise typer.Exit(1) from None
+            fail(exc)
     overrides = {
         k: v for k, v in {"host": host, "port": port, "workers": workers}.items() if v is not None
     }
@@ -103,6 +112,12 @@ bench = typer.Typer(help="Benchmarks; each prints one JSON object per line.")
 app.add_typer(bench, name="bench")
 
 
+def _print_lines(results: Coroutine[Any, Any, list[dict[str, Any]]]) -> None:
+    """Run a benchmark and print each of its results as one JSON line."""
+    for result in asyncio.run(results):
+        print(json.dumps(result))
+
+
 @bench.command("ingest")
 def bench_ingest(
     events: Annotated[int, typer.Option(help="Events to send.")] = 200_000,
@@ -112,16 +127,22 @@ def bench_ingest(
     database_url: Annotated[
         str | None, typer.Option(envvar="Z4J_DATABASE_URL", help="Server to use; default embedded.")
     ] = None,
+    purge_history: Annotated[
+        int,
+        typer.Option(
+            help="Also run with this many expired events seeded, purged by the retention "
+            "controller while ingesting (two JSON lines: without, then with)."
+        ),
+    ] = 0,
 ) -> None:
     """Signed event batches over WebSockets into PostgreSQL: events/s and batch latency."""
-    import json
-
     from z4j.bench.ingest import run
 
-    result = asyncio.run(run(events, batch, connections, workers, database_url))
-    print(json.dumps(result))
+    _print_lines(run(events, batch, connections, workers, database_url, purge_history))
 
 
+app.add_typer(users_app, name="users")
+app.add_typer(alerts_app, name="alerts")
 audit_app = typer.Typer(help="The audit log.", no_args_is_help=True)
 app.add_typer(audit_app, name="audit")
 
@@ -170,12 +191,39 @@ def bench_query(
     ] = None,
 ) -> None:
     """The task-list API with typical filters over N tasks: p50/p95/p99 per case."""
-    import json
-
     from z4j.bench.query import run
 
-    for line in asyncio.run(run(tasks, requests, database_url)):
-        print(json.dumps(line))
+    _print_lines(run(tasks, requests, database_url))
+
+
+@bench.command("trends")
+def bench_trends(
+    tasks: Annotated[
+        int, typer.Option(help="Finished tasks to load into one project.")
+    ] = 1_000_000,
+    requests: Annotated[int, typer.Option(help="Requests per window case.")] = 20,
+    database_url: Annotated[
+        str | None, typer.Option(envvar="Z4J_DATABASE_URL", help="Server; default embedded.")
+    ] = None,
+) -> None:
+    """The trends API per window over N tasks, with and without its index: JSON."""
+    from z4j.bench.trends import run
+
+    _print_lines(run(tasks, requests, database_url))
+
+
+@bench.command("audit")
+def bench_audit(
+    rows: Annotated[int, typer.Option(help="Audit rows to load.")] = 1_000_000,
+    requests: Annotated[int, typer.Option(help="Requests per filter case.")] = 50,
+    database_url: Annotated[
+        str | None, typer.Option(envvar="Z4J_DATABASE_URL", help="Server; default embedded.")
+    ] = None,
+) -> None:
+    """Audit log pages with typical filters over N rows, then one whole export: JSON."""
+    from z4j.bench.audit import run
+
+    _print_lines(run(rows, requests, database_url))
 
 
 def stack_command() -> list[str]:

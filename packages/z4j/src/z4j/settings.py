@@ -33,6 +33,38 @@ class Settings(BaseSettings):
     offline_after_seconds: int = Field(
         30, description="An agent silent this long is marked offline."
     )
+    lost_after_seconds: float = Field(
+        120,
+        gt=0,
+        description="A started task whose worker has been silent this long becomes lost.",
+    )
+    lost_sweep_seconds: float = Field(
+        5, gt=0, description="How often one brain replica looks for lost tasks."
+    )
+    no_start_after_seconds: float = Field(
+        60,
+        gt=0,
+        description="A received task pending this long with no start reported gets a notice.",
+    )
+    retention_interval_seconds: float = Field(
+        300, ge=1, description="Pause between passes of the retention controller."
+    )
+    retention_batch_rows: int = Field(
+        2000, ge=1, le=100_000, description="Most rows one retention delete statement removes."
+    )
+    retention_batch_pause_seconds: float = Field(
+        0.25, ge=0, description="Pause after each retention delete statement."
+    )
+    alert_interval_seconds: float = Field(
+        30, ge=1, description="How often one brain replica evaluates the alert rules."
+    )
+    alert_webhook_timeout_seconds: float = Field(
+        10, gt=0, description="How long an alert webhook may take to answer."
+    )
+    alert_webhooks_private: bool = Field(
+        False,
+        description="Let alert webhooks reach loopback, private and link-local addresses.",
+    )
     session_days: int = Field(14, description="Sliding lifetime of a dashboard session.")
     secure_cookies: bool = Field(False, description="Mark session cookies Secure (behind TLS).")
     mail_from: str = Field("z4j@localhost", description="Sender of invitation and reset mails.")

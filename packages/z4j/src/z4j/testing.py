@@ -45,7 +45,9 @@ class BrainProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 120.0) -> None:
+        """Start ``z4j serve`` and wait until it answers (a busy machine may take a minute); one
+        that never does is killed before the error is raised."""
         env = {
             **os.environ,
             "Z4J_DATABASE_URL": self.admin_url,
@@ -71,6 +73,7 @@ class BrainProcess:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        self.stop(signal.SIGKILL)
         raise RuntimeError(f"brain did not start: {self.log_path.read_text()[-3000:]}")
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
@@ -82,6 +85,26 @@ class BrainProcess:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
+
+    async def create_admin(self, email: str, password: str) -> bool:
+        """Create the first admin through the action ``z4j serve`` runs for Z4J_ADMIN_EMAIL (the
+        running brain has migrated the database); False if the email exists."""
+        from z4j.actions import users
+        from z4j.settings import Settings
+        from z4j.startup import Prepared, open_brain
+
+        settings = Settings(
+            database_url=self.admin_url,
+            config_dir=self.config_dir,
+            public_url=self.url,
+        )
+        brain_secrets, _ = load_or_create(self.config_dir)
+        prepared = Prepared(settings, brain_secrets, self.admin_url, False)
+        brain = await open_brain(prepared, max_size=2)
+        try:
+            return await users.create_first_admin(brain, email, password)
+        finally:
+            await brain.pool.close()
 
     async def new_agent(self, name: str | None = None) -> dict[str, Any]:
         """Create a project and an agent directly in the database; return what an operator

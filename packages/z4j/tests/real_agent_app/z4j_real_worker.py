@@ -26,6 +26,9 @@ app.conf.update(
     worker_hijack_root_logger=False,
     worker_prefetch_multiplier=1,
 )
+# What -E does, in the configuration: the prefork tests run without -E and switch this on.
+if os.environ.get("Z4J_E2E_TASK_EVENTS") == "1":
+    app.conf.worker_send_task_events = True
 
 
 @app.task(name="real.add")

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from agentbus_sidecar.actions.sending import SendOutcome, message_context, queue_and_try, signed
+from agentbus_sidecar.adapters.usage import current_task, set_current_task
 from agentbus_sidecar.envelope import TASK_REQUEST, TASK_VERBS, new_traceparent
 from agentbus_sidecar.errors import EnvelopeError
 from agentbus_sidecar.ids import request_msg_id_for
@@ -20,6 +21,9 @@ from agentbus_sidecar.runtime import Runtime
 __all__ = ["request_task", "update_task"]
 
 REQUESTER_VERBS = frozenset({"cancel"})
+# Verbs after which the recipient is working on the task: its usage records name the task
+# (adapters.usage); any other verb on it ends that.
+WORKING = frozenset({"accept", "progress"})
 
 
 async def request_task(
@@ -73,4 +77,9 @@ async def update_task(rt: Runtime, task_id: str, verb: str, data: dict[str, Any]
         conversation=ctx["conversation"],
         traceparent=new_traceparent(ctx["trace_id"]),
     )
-    return await queue_and_try(rt, envelope)
+    outcome = await queue_and_try(rt, envelope)
+    if outcome.state != "failed" and verb in WORKING:
+        set_current_task(rt.conn, task_id)
+    elif outcome.state != "failed" and current_task(rt.conn) == task_id:
+        set_current_task(rt.conn, None)
+    return outcome

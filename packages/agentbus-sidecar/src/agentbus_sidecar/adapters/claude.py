@@ -7,8 +7,10 @@ otherwise it holds the stop up to ``--wait`` seconds, watching state.db (where t
 server, running the sidecar loop, stores what is delivered), and hands back the first message
 that arrives. With nothing by then it lets the session stop.
 
-Each message is handed back once: the ids told are kept in ``adapter_state`` (``claude-code``,
-``announced``), so a message the model chose not to read does not keep the session busy.
+The hook first stores the usage of the turns the transcript gained (``adapters.usage``), which
+the agent's MCP server uploads. Each message is handed back once: the ids told are kept in
+``adapter_state`` (``claude-code``, ``announced``), so a message the model chose not to read
+does not keep the session busy.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agentbus_sidecar.adapters.usage import capture_claude_transcript
 from agentbus_sidecar.clock import format_ts, utcnow
 from agentbus_sidecar.store.meta import get_adapter_state, set_adapter_state
 
@@ -62,19 +65,23 @@ async def stop_hook(
     payload: dict[str, Any],
     wait_s: float,
     *,
+    adapter: str = ADAPTER,
+    capture: Callable[[sqlite3.Connection, dict[str, Any]], int] = capture_claude_transcript,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> dict[str, Any] | None:
-    """The hook's answer (None: let the session stop)."""
+    """The hook's answer (None: let the session stop). Gemini CLI's AfterAgent hook takes the
+    same answer: ``adapter`` names its state, ``capture`` reads its transcript's usage."""
     if isinstance(payload.get("session_id"), str):
-        set_adapter_state(conn, ADAPTER, "session_id", payload["session_id"], utcnow())
-    told: list[str] = json.loads(get_adapter_state(conn, ADAPTER, "announced") or "[]")
+        set_adapter_state(conn, adapter, "session_id", payload["session_id"], utcnow())
+    capture(conn, payload)
+    told: list[str] = json.loads(get_adapter_state(conn, adapter, "announced") or "[]")
     deadline = clock() + wait_s
     while True:
         rows = unannounced(conn, set(told))
         if rows:
             told = [*told, *(row["msg_id"] for row in rows)][-KEEP_ANNOUNCED:]
-            set_adapter_state(conn, ADAPTER, "announced", json.dumps(told), utcnow())
+            set_adapter_state(conn, adapter, "announced", json.dumps(told), utcnow())
             return {"decision": "block", "reason": handback(rows)}
         if clock() >= deadline:
             return None

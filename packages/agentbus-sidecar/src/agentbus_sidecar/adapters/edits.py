@@ -9,7 +9,7 @@ from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ListItem", "Put", "apply_install", "apply_uninstall"]
+__all__ = ["Claim", "ListItem", "Put", "apply_install", "apply_uninstall"]
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,17 @@ class ListItem:
     ours: Callable[[Any], bool]
 
 
-Edit = Put | ListItem
+@dataclass(frozen=True)
+class Claim:
+    """``value`` at ``path`` unless the user's own value is there (``ours`` tells): a setting
+    that holds one program (Codex's ``notify``) is never taken from its owner."""
+
+    path: tuple[str, ...]
+    value: Any
+    ours: Callable[[Any], bool]
+
+
+Edit = Put | ListItem | Claim
 
 
 def _container(doc: MutableMapping[str, Any], path: tuple[str, ...]) -> MutableMapping[str, Any]:
@@ -68,8 +78,10 @@ def apply_install(doc: MutableMapping[str, Any], edits: list[Edit]) -> None:
     for edit in edits:
         parent = _container(doc, edit.path[:-1])
         key = edit.path[-1]
-        if isinstance(edit, Put):
-            if parent.get(key) != edit.value:
+        if isinstance(edit, Put | Claim):
+            current = parent.get(key)
+            mine = isinstance(edit, Put) or current is None or edit.ours(current)
+            if mine and current != edit.value:
                 parent[key] = edit.value
             continue
         items = parent.get(key)
@@ -88,6 +100,10 @@ def apply_uninstall(doc: MutableMapping[str, Any], edits: list[Edit]) -> None:
         if not chain or key not in chain[-1]:
             continue
         if isinstance(edit, Put):
+            del chain[-1][key]
+        elif isinstance(edit, Claim):
+            if not edit.ours(chain[-1][key]):
+                continue
             del chain[-1][key]
         else:
             items = chain[-1][key]

@@ -6,10 +6,13 @@ the command line, so nothing depends on the harness's environment or PATH.
 - claude-code: --project DIR (default .): DIR/.mcp.json ``mcpServers``, and in
   DIR/.claude/settings.local.json the server approved (``enabledMcpjsonServers``) and the Stop
   hook; --user: ~/.claude.json ``mcpServers`` and the Stop hook in ~/.claude/settings.json
-- codex: DIR/.codex/config.toml ``[mcp_servers.agentbus]`` (read in trusted projects);
-  --user: $CODEX_HOME/config.toml (~/.codex)
-- gemini: DIR/.gemini/settings.json ``mcpServers``; --user: ~/.gemini/settings.json
-- opencode: DIR/opencode.json ``mcp``; --user: $XDG_CONFIG_HOME/opencode/opencode.json
+- codex: DIR/.codex/config.toml ``[mcp_servers.agentbus]`` (read in trusted projects), and
+  ``notify`` (the usage hook) unless another program holds it; --user: $CODEX_HOME/config.toml
+  (~/.codex)
+- gemini: DIR/.gemini/settings.json ``mcpServers`` and the AfterAgent hook; --user:
+  ~/.gemini/settings.json
+- opencode: DIR/opencode.json ``mcp`` and the plugin DIR/.opencode/plugins/agentbus.js; --user:
+  $XDG_CONFIG_HOME/opencode/opencode.json and plugins/agentbus.js beside it
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentbus_sidecar.adapters.edits import Edit, ListItem, Put
+from agentbus_sidecar.adapters.edits import Claim, Edit, ListItem, Put
+from agentbus_sidecar.adapters.opencode_plugin import plugin_source
 
 __all__ = ["HARNESSES", "SERVER_NAME", "ConfigFile", "Harness", "ServerCommand", "harness_named"]
 
@@ -32,6 +36,8 @@ STARTUP_TIMEOUT_S = 30
 # How long the Claude Code Stop hook holds an idle session for a message, by default.
 IDLE_WAIT_S = 600
 STOP_HOOK = ("hook", "claude-code", "stop")
+GEMINI_HOOK = ("hook", "gemini", "after-agent")
+CODEX_NOTIFY = ("hook", "codex", "notify")
 
 
 @dataclass(frozen=True)
@@ -55,19 +61,25 @@ class ServerCommand:
 @dataclass(frozen=True)
 class ConfigFile:
     path: Path
-    fmt: str  # json or toml
+    fmt: str  # json, toml, or text: a file wholly ours with ``content``
     edits: list[Edit]
+    content: str | None = None
 
 
-def _is_stop_hook(group: Any) -> bool:
-    """A Stop hook group that runs our hook command (whatever its options)."""
-    if not isinstance(group, dict):
-        return False
-    marker = " ".join(STOP_HOOK)
-    return any(
-        isinstance(hook, dict) and marker in str(hook.get("command", ""))
-        for hook in group.get("hooks") or []
-    )
+def _runs(hook_argv: tuple[str, ...]) -> Callable[[Any], bool]:
+    """A hook group that runs our hook command (whatever its options)."""
+    marker = " ".join(hook_argv)
+
+    def ours(group: Any) -> bool:
+        return isinstance(group, dict) and any(
+            isinstance(hook, dict) and marker in str(hook.get("command", ""))
+            for hook in group.get("hooks") or []
+        )
+
+    return ours
+
+
+_is_stop_hook = _runs(STOP_HOOK)
 
 
 def _claude(cmd: ServerCommand, project: Path | None, home: Path, wait_s: int) -> list[ConfigFile]:
@@ -112,7 +124,12 @@ def _codex(cmd: ServerCommand, project: Path | None, home: Path, wait_s: int) ->
         folder = project / ".codex"
     else:
         folder = Path(os.environ.get("CODEX_HOME") or home / ".codex")
-    return [ConfigFile(folder / "config.toml", "toml", [Put(("mcp_servers", SERVER_NAME), server)])]
+    notify = Claim(
+        ("notify",), [cmd.agentbus, *cmd.argv(*CODEX_NOTIFY)],
+        lambda held: isinstance(held, list) and " ".join(CODEX_NOTIFY) in " ".join(map(str, held)),
+    )  # fmt: skip
+    edits: list[Edit] = [notify, Put(("mcp_servers", SERVER_NAME), server)]
+    return [ConfigFile(folder / "config.toml", "toml", edits)]
 
 
 def _gemini(cmd: ServerCommand, project: Path | None, home: Path, wait_s: int) -> list[ConfigFile]:
@@ -124,8 +141,13 @@ def _gemini(cmd: ServerCommand, project: Path | None, home: Path, wait_s: int) -
         "timeout": TOOL_TIMEOUT_S * 1000,
     }
     folder = (project or home) / ".gemini"
-    edit = Put(("mcpServers", SERVER_NAME), server)
-    return [ConfigFile(folder / "settings.json", "json", [edit])]
+    hook = {"hooks": [{"type": "command", "command": cmd.shell(*GEMINI_HOOK, "--wait", str(wait_s)),
+                       "timeout": (wait_s + 30) * 1000}]}  # fmt: skip
+    edits: list[Edit] = [
+        Put(("mcpServers", SERVER_NAME), server),
+        ListItem(("hooks", "AfterAgent"), hook, _runs(GEMINI_HOOK)),
+    ]
+    return [ConfigFile(folder / "settings.json", "json", edits)]
 
 
 def _opencode(
@@ -138,11 +160,16 @@ def _opencode(
         "timeout": STARTUP_TIMEOUT_S * 1000,
     }
     if project is not None:
-        path = project / "opencode.json"
+        path, plugins = project / "opencode.json", project / ".opencode" / "plugins"
     else:
         config = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
         path = config / "opencode" / "opencode.json"
-    return [ConfigFile(path, "json", [Put(("mcp", SERVER_NAME), server)])]
+        plugins = config / "opencode" / "plugins"
+    plugin = plugin_source([cmd.agentbus, *cmd.argv()], wait_s)
+    return [
+        ConfigFile(path, "json", [Put(("mcp", SERVER_NAME), server)]),
+        ConfigFile(plugins / "agentbus.js", "text", [], content=plugin),
+    ]
 
 
 @dataclass(frozen=True)

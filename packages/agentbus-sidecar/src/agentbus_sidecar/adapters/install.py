@@ -20,6 +20,7 @@ import tomlkit
 from agentbus_sidecar.actions.setup import register_agent
 from agentbus_sidecar.adapters.edits import apply_install, apply_uninstall
 from agentbus_sidecar.adapters.harnesses import ConfigFile, ServerCommand, harness_named
+from agentbus_sidecar.adapters.opencode_plugin import MARKER
 from agentbus_sidecar.credentials import load_credentials
 from agentbus_sidecar.errors import ConfigError
 
@@ -83,7 +84,27 @@ def _entries(config: ConfigFile) -> list[str]:
     return [".".join(edit.path) for edit in config.edits]
 
 
+def _install_text(config: ConfigFile) -> FileChange:
+    assert config.content is not None
+    old = config.path.read_text() if config.path.exists() else None
+    if old == config.content:
+        return FileChange(config.path, "unchanged", [config.path.name])
+    _write(config.path, config.content)
+    return FileChange(config.path, "created" if old is None else "updated", [config.path.name])
+
+
+def _uninstall_text(config: ConfigFile) -> FileChange:
+    if not config.path.exists():
+        return FileChange(config.path, "absent", [])
+    if MARKER not in config.path.read_text():  # not ours (any more): left alone
+        return FileChange(config.path, "unchanged", [])
+    config.path.unlink()
+    return FileChange(config.path, "removed", [config.path.name])
+
+
 def _install_file(config: ConfigFile) -> FileChange:
+    if config.fmt == "text":
+        return _install_text(config)
     before = _load(config.path, config.fmt)
     doc: MutableMapping[str, Any] = (
         before if before is not None else (tomlkit.document() if config.fmt == "toml" else {})
@@ -98,6 +119,8 @@ def _install_file(config: ConfigFile) -> FileChange:
 
 
 def _uninstall_file(config: ConfigFile) -> FileChange:
+    if config.fmt == "text":
+        return _uninstall_text(config)
     doc = _load(config.path, config.fmt)
     if doc is None:
         return FileChange(config.path, "absent", [])

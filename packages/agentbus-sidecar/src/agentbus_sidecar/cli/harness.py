@@ -4,7 +4,11 @@ entry and hooks (08-HARNESS-ADAPTERS.md)."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -101,30 +105,119 @@ def uninstall_command(
     _show(as_json, changes, {"harness": harness})
 
 
+@contextmanager
+def _agent_store(ctx: typer.Context) -> Iterator[sqlite3.Connection]:
+    """The agent's state.db, for a hook (which the harness runs in its own environment)."""
+    where = paths(ctx)
+    creds = load_credentials(where.credentials)
+    if not creds.agent_id:
+        raise ConfigError("this agent is not registered yet; run `agentbus register`")
+    conn = open_store(state_db_path(creds.agent_id, where.state_dir))
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _stdin_json() -> dict[str, Any]:
+    raw = sys.stdin.read()
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        raise ConfigError(f"the hook's input is not JSON: {exc}") from exc
+    return payload if isinstance(payload, dict) else {}
+
+
+Wait = Annotated[int, typer.Option("--wait", min=0, max=3600)]
+
+
 @hook_app.command(name="claude-code")
 def claude_code_hook(
     ctx: typer.Context,
     event: Annotated[str, typer.Argument(help="stop")],
-    wait: Annotated[int, typer.Option("--wait", min=0, max=3600)] = IDLE_WAIT_S,
+    wait: Wait = IDLE_WAIT_S,
 ) -> None:
     """Run by Claude Code as a hook (its input on stdin).
 
-    On `stop`, hand back new messages, or hold the idle session up to --wait seconds for one."""
+    On `stop`, store the turn's usage, then hand back new messages, or hold the idle session up
+    to --wait seconds for one."""
     from agentbus_sidecar.adapters.claude import stop_hook
 
     if event != "stop":
         raise typer.BadParameter("stop", param_hint="EVENT")
-    where = paths(ctx)
-    raw = sys.stdin.read()
-    payload = json.loads(raw) if raw.strip() else {}
-    with guarded(False):
-        creds = load_credentials(where.credentials)
-        if not creds.agent_id:
-            raise ConfigError("this agent is not registered yet; run `agentbus register`")
-        conn = open_store(state_db_path(creds.agent_id, where.state_dir))
-        try:
-            answer = run(stop_hook(conn, payload, wait))
-        finally:
-            conn.close()
+    payload = _stdin_json()
+    with guarded(False), _agent_store(ctx) as conn:
+        answer = run(stop_hook(conn, payload, wait))
     if answer is not None:
         sys.stdout.write(json.dumps(answer) + "\n")
+
+
+@hook_app.command(name="gemini")
+def gemini_hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="after-agent")],
+    wait: Wait = IDLE_WAIT_S,
+) -> None:
+    """Run by Gemini CLI as its AfterAgent hook (its input on stdin).
+
+    Store the turn's usage, then hand back new messages, or hold up to --wait seconds for one."""
+    from agentbus_sidecar.adapters.claude import stop_hook
+    from agentbus_sidecar.adapters.usage import capture_gemini_transcript
+
+    if event != "after-agent":
+        raise typer.BadParameter("after-agent", param_hint="EVENT")
+    payload = _stdin_json()
+    with guarded(False), _agent_store(ctx) as conn:
+        hook = stop_hook(conn, payload, wait, adapter="gemini", capture=capture_gemini_transcript)
+        answer = run(hook)
+    if answer is not None:
+        sys.stdout.write(json.dumps(answer) + "\n")
+
+
+@hook_app.command(name="codex")
+def codex_hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="notify")],
+    notification: Annotated[str, typer.Argument(help="Codex's JSON argument")] = "{}",
+) -> None:
+    """Run by Codex as its `notify` program after each turn.
+
+    Store the turn's usage from the thread's rollout file."""
+    from agentbus_sidecar.adapters.usage import capture_codex_rollout
+
+    if event != "notify":
+        raise typer.BadParameter("notify", param_hint="EVENT")
+    try:
+        payload = json.loads(notification)
+    except ValueError as exc:
+        raise ConfigError(f"the notification is not JSON: {exc}") from exc
+    codex_home = Path(os.environ.get("CODEX_HOME") or Path.home() / ".codex")
+    with guarded(False), _agent_store(ctx) as conn:
+        if isinstance(payload, dict) and payload.get("type") == "agent-turn-complete":
+            capture_codex_rollout(conn, payload, codex_home)
+
+
+@hook_app.command(name="opencode")
+def opencode_hook(
+    ctx: typer.Context,
+    event: Annotated[str, typer.Argument(help="idle or usage")],
+    wait: Wait = IDLE_WAIT_S,
+) -> None:
+    """Run by our OpenCode plugin (its input on stdin).
+
+    `idle`: print the instruction to wake the session with, after holding up to --wait seconds
+    for a message (nothing: let it rest). `usage`: store a finished assistant message's usage."""
+    from agentbus_sidecar.adapters.claude import stop_hook
+    from agentbus_sidecar.adapters.usage import capture_opencode_message
+
+    if event not in ("idle", "usage"):
+        raise typer.BadParameter("idle or usage", param_hint="EVENT")
+    payload = _stdin_json()
+    with guarded(False), _agent_store(ctx) as conn:
+        if event == "usage":
+            capture_opencode_message(conn, payload)
+            return
+        session = {"session_id": payload.get("sessionID")}
+        answer = run(stop_hook(conn, session, wait, adapter="opencode", capture=lambda *_: 0))
+    if answer is not None:
+        sys.stdout.write(str(answer["reason"]) + "\n")

@@ -175,7 +175,8 @@ def task_field(name: str, value: Any) -> str:
 def trace_event_text(event: dict[str, Any]) -> str:
     """A step of the gateway's half of ``agentbus trace``, after its time: what happened, with
     what the step holds (``task.state_changed  submitted -> accepted (by msg_...)``, ``message.
-    published  stream seq 3``), the delivery attempt of a message step, and its error code."""
+    published  stream seq 3``, a dead-lettering's reason), the delivery attempt of a message step,
+    and its error code and policy."""
     details = event.get("details") or {}
     parts = [str(event.get("event"))]
     if event.get("event") == "task.state_changed":
@@ -187,9 +188,13 @@ def trace_event_text(event: dict[str, Any]) -> str:
             parts.append(f"by {details['by_msg_id']}")
     elif details.get("stream_seq") is not None:
         parts.append(f"stream seq {details['stream_seq']}")
+    elif details.get("reason"):  # a dead-lettering's
+        parts.append(str(details["reason"]))
     attempt = event.get("attempt") or 0
     if str(event.get("event")).startswith("message.") and attempt > 0:
         parts.append(f"attempt {attempt}")
     if event.get("error_code"):
         parts.append(str(event["error_code"]))
+    if details.get("policy_id"):  # the policy that discarded it at delivery
+        parts.append(f"policy {details['policy_id']}")
     return "  ".join(parts)

@@ -6,6 +6,7 @@ inbox      custody, dedupe, presentation, application acks
 outbox     sends, acks and naks waiting for the gateway, with backoff
 receipts   what the gateway accepted from us
 meta       meta and adapter_state key-values
+usage      usage_local: usage records captured from the harness, until uploaded
 retention  local retention rules
 """
 

@@ -1,5 +1,6 @@
 """Local retention (data model §7): inbox rows 7 days after ``read_at``, receipts after 30
-days, ``seen_msg_ids`` after 7 days. Outbox rows are deleted on success by their senders, so
+days, ``seen_msg_ids`` after 7 days, uploaded ``usage_local`` rows after 7 days (the gateway
+keeps them). Outbox rows are deleted on success by their senders, so
 nothing here touches the outbox.
 
 An unread inbox row is kept however old it is: it is still owed to the agent, and its primary
@@ -14,11 +15,12 @@ from datetime import datetime, timedelta
 from agentbus_sidecar.clock import format_ts
 from agentbus_sidecar.store.db import transaction
 
-__all__ = ["INBOX_AFTER_READ", "RECEIPTS", "SEEN", "prune"]
+__all__ = ["INBOX_AFTER_READ", "RECEIPTS", "SEEN", "USAGE_UPLOADED", "prune"]
 
 INBOX_AFTER_READ = timedelta(days=7)
 RECEIPTS = timedelta(days=30)
 SEEN = timedelta(days=7)
+USAGE_UPLOADED = timedelta(days=7)
 
 
 def prune(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
@@ -34,4 +36,8 @@ def prune(conn: sqlite3.Connection, now: datetime) -> dict[str, int]:
         seen = conn.execute(
             "DELETE FROM seen_msg_ids WHERE seen_at < ?", (format_ts(now - SEEN),)
         ).rowcount
-    return {"inbox": inbox, "receipts": receipts, "seen_msg_ids": seen}
+        usage = conn.execute(
+            "DELETE FROM usage_local WHERE uploaded = 1 AND recorded_at < ?",
+            (format_ts(now - USAGE_UPLOADED),),
+        ).rowcount
+    return {"inbox": inbox, "receipts": receipts, "seen_msg_ids": seen, "usage_local": usage}

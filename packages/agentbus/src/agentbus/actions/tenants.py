@@ -27,6 +27,7 @@ from agentbus.errors import AgentBusError, AlreadyExists, RequestInvalid, StateC
 from agentbus.gateway.store import messages
 from agentbus.ids import format_id
 from agentbus.keys import PLATFORM_KEK, add_tenant_key
+from agentbus.policies.actions import create_default
 from agentbus.store import integration_tokens, plans, tenants
 
 Row = dict[str, Any]
@@ -49,7 +50,8 @@ async def create_tenant(
     owner: OwnerSpec | None = None,
 ) -> CreatedTenant:
     """Tenant, subscription, data key version 1 and, with ``owner``, the owner user, their
-    ``owner`` membership and a tenant-wide bootstrap token with every scope."""
+    ``owner`` membership, the default policy (allow all) and a tenant-wide bootstrap token with
+    every scope."""
     require_platform(ctx)
     if ctx.keyring is None:
         raise AgentBusError("creating a tenant needs the deployment keyring")
@@ -85,6 +87,7 @@ async def create_tenant(
             if owner is None:
                 return CreatedTenant(tenant)
             user = await add_user(conn, ctx, tenant_id, owner, role="owner")
+            await create_default(conn, ctx, tenant_id, user["id"])
             token = await issue_token(
                 conn,
                 ctx,

@@ -65,7 +65,8 @@ gone AS (
      WHERE m.tenant_id = d.tenant_id AND m.accepted_at = d.accepted_at AND m.id = d.id
     RETURNING m.id, m.payload_ref),
 states AS (DELETE FROM delivery_state s USING gone WHERE s.msg_id = gone.id),
-signed AS (DELETE FROM receipts r USING gone WHERE r.msg_id = gone.id)
+signed AS (DELETE FROM receipts r USING gone WHERE r.msg_id = gone.id),
+history AS (DELETE FROM events e USING gone WHERE e.tenant_id = %(t)s AND e.message_id = gone.id)
 SELECT id, payload_ref FROM gone"""
 
 

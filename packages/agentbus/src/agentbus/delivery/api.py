@@ -1,6 +1,6 @@
 """Delivery routes (04-API-SPEC.md §5), plain Starlette routes that the app puts on its own
 router ahead of the included FastAPI routers (agent hot paths stay out of FastAPI's per-request
-machinery, its route matching included, and out of OpenAPI):
+machinery, its route matching included; gateway.hot_openapi documents them):
 
 - ``GET /v1/inbox`` long-poll, ``GET /v1/inbox/ws`` WebSocket (``delivery.ws``);
 - ``POST /v1/inbox/ack`` transport ack, ``/nak``, ``/term`` (refuse), ``/read`` application ack.

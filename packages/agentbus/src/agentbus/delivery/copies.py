@@ -3,8 +3,8 @@
 - ``triage``: row gone -> term; a redrive's copy ahead of its commit -> nak 1 s; terminal or
   already transport-acked -> ack and drop; past ``expires_at`` -> term and ``expired``; else
   deliver;
-- ``recheck_policy``: the send policy again, with the current policy set: denied -> term and
-  ``discarded`` (event code AB-4004); no decision possible -> nak 60 s;
+- ``recheck_policy``: the ``read`` policies with the current set: denied -> term and
+  ``discarded`` (event code AB-4004, naming the policy); no decision possible -> nak 60 s;
 - ``load_payloads``: decrypt and check the payload (carried inline in the copy, or from the
   object store): missing or digest mismatch -> term and dead-letter (``payload_integrity``);
   object store down -> nak 10 s, and pulls stop until it answers again (``breaker``); tenant
@@ -38,18 +38,20 @@ from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.tokens import parse_ack_subject
 from agentbus.gateway.errors import KeyUnavailable, ObjectStoreUnavailable, PayloadIntegrityFailed
 from agentbus.gateway.payloads import load_payload
-from agentbus.gateway.policy import AllowAll, PolicyError, SendRequest
+from agentbus.gateway.policy import PolicyError
+from agentbus.gateway.policy import count as count_decision
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.store.agents import get_agent
 from agentbus.gateway.wire import b64url_decode
 from agentbus.ids import InvalidId, parse_id
+from agentbus.policies.domain import Request as PolicyRequest
+from agentbus.policies.model import READ
 
 Row = dict[str, Any]
 NAK_AFTER_STORE_FAILURE_MS = 10_000
 NAK_AFTER_DATABASE_FAILURE_MS = 10_000
 NAK_AFTER_KEY_FAILURE_MS = 60_000
 NAK_AFTER_POLICY_FAILURE_MS = 60_000
-POLICY_DENIED_AT_DELIVERY = "AB-4004"
 
 
 @dataclass
@@ -68,6 +70,7 @@ class Copy:
     nak_ms: int = 0
     dlq_reason: str | None = None
     discard: bool = False
+    denied_by: tuple[uuid.UUID | None] | None = None  # discarded by policy: the policy, if one
 
     def drop(self, settle: str, nak_ms: int = 0) -> None:
         self.verdict, self.settle, self.nak_ms = Triage.GONE, settle, nak_ms
@@ -131,34 +134,47 @@ def _deliverable(copies: list[Copy]) -> list[tuple[Copy, Row]]:
 async def recheck_policy(
     svc: DeliveryService, conn: Conn, who: AgentPrincipal, copies: list[Copy]
 ) -> None:
-    policy, found = svc.gateway.policy, _deliverable(copies)
-    if isinstance(policy, AllowAll) or not found:
+    """The ``read`` action of the recipient's policies for each deliverable copy (principal:
+    the recipient, resource: the sender), with the set in force now."""
+    engine, found = svc.gateway.policy, _deliverable(copies)
+    if not found:
         return
     recipient = await get_agent(conn, who.tenant_id, who.agent_id)
+    try:
+        compiled = None
+        if recipient is not None:
+            compiled = await engine.policy_set(conn, who.tenant_id, recipient["workspace_id"])
+    except PolicyError:
+        for copy, _row in found:
+            copy.drop("nak", NAK_AFTER_POLICY_FAILURE_MS)
+        return
+    if compiled is not None and compiled.allows_all:
+        count_decision(READ, True, len(found))
+        return
     senders = {
         sid: await get_agent(conn, who.tenant_id, sid)
         for sid in {row["from_agent_id"] for _c, row in found}
     }
+    now = datetime.now(UTC)
     for copy, row in found:
         sender = senders.get(row["from_agent_id"])
-        if recipient is None or sender is None:
+        if recipient is None or sender is None or compiled is None:
             copy.drop("term")
             copy.discard = True
             continue
-        request = SendRequest(
-            tenant_id=who.tenant_id, workspace_id=sender["workspace_id"],
-            sender={k: sender[k] for k in ("id", "address", "workspace_id", "owner_user_id")},
-            recipient=recipient, type=row["type"], capability=row["capability"],
-            conversation_id=row["conversation_id"],
+        request = PolicyRequest(
+            action=READ, principal=recipient, resource=sender, type=row["type"],
+            capability=row["capability"], size_bytes=row["payload_bytes"], attachments=0,
+            attachment_bytes=0, priority=row["priority"], at=now,
         )  # fmt: skip
         try:
-            decision = await policy.decide(request)
+            decision = engine.decide(compiled, request)
         except PolicyError:
             copy.drop("nak", NAK_AFTER_POLICY_FAILURE_MS)
             continue
         if not decision.allowed:
             copy.drop("term")
-            copy.discard = True
+            copy.discard, copy.denied_by = True, (decision.policy_id,)
 
 
 async def load_payloads(

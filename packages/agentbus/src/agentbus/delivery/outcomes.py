@@ -86,12 +86,33 @@ async def dead_letter(
     return True
 
 
-async def discard(conn: Conn, tenant_id: uuid.UUID, row: Row, notes: Notes | None = None) -> bool:
-    """``accepted | fetched -> discarded``: denied by the policy in force at delivery."""
-    if not await store.move(conn, tenant_id, row, Status.DISCARDED):
+async def discard(
+    conn: Conn,
+    tenant_id: uuid.UUID,
+    row: Row,
+    notes: Notes | None = None,
+    denied_by: tuple[uuid.UUID | None] | None = None,
+) -> bool:
+    """``accepted | fetched -> discarded``: its sender or recipient gone, or ``denied_by`` the
+    policies in force at delivery (the policy that denied it, if one did), which its event
+    records with the code AB-4004."""
+    if denied_by is None:
+        moved = await store.move(conn, tenant_id, row, Status.DISCARDED)
+    else:
+        (policy_id,) = denied_by
+        await conn.execute(_EVENT_CAUSE, (POLICY_DENIED_AT_DELIVERY, str(policy_id or "")))
+        moved = await store.move(conn, tenant_id, row, Status.DISCARDED)
+        await conn.execute(_EVENT_CAUSE, ("", ""))
+    if not moved:
         return False
     note(notes, row, Status.DISCARDED)
     return True
+
+
+# What the event trigger of migration 0016 writes as a discard's error_code and policy_id.
+_EVENT_CAUSE = """SELECT set_config('agentbus.event_error', %s, true),
+                         set_config('agentbus.event_policy', %s, true)"""
+POLICY_DENIED_AT_DELIVERY = "AB-4004"
 
 
 async def recipient_deleted(

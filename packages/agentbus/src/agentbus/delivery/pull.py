@@ -160,7 +160,7 @@ async def _record_drops(conn: Conn, who: AgentPrincipal, copies: list[Copy], not
         if copy.verdict is Triage.EXPIRED:
             await outcomes.expire(conn, who.tenant_id, row, notes)
         elif copy.discard:
-            await outcomes.discard(conn, who.tenant_id, row, notes)
+            await outcomes.discard(conn, who.tenant_id, row, notes, copy.denied_by)
         elif copy.dlq_reason is not None:
             await outcomes.dead_letter(conn, who.tenant_id, row, copy.dlq_reason, notes)
         elif copy.settle == "nak" and copy.verdict is not Triage.AHEAD:

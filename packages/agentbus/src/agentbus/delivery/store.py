@@ -28,6 +28,7 @@ Row = dict[str, Any]
 _COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status, m.expires_at,
         m.stream_seq, m.attempts, m.to_agent_id, m.payload_ref, m.payload_sha256, m.dek_version,
         m.signing_key_id, m.from_agent_id, m.capability, m.conversation_id, m.workspace_id,
+        m.payload_bytes, m.priority,
         d.attempt, d.transport_acked_at, d.application_acked_at, d.dlq_reason"""
 
 # One index probe per id, in the order of the ids, and one into delivery_state's key: the

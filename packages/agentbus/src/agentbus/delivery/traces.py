@@ -5,12 +5,13 @@ trace id: an agent sees those it sent or received, an operator those of its tena
 message list, newest first and filtered by status, sender and recipient (to find dead letters
 and why), is for operators.
 
-The data model keeps the full timeline of a message in ClickHouse ``events``, which this
-deployment does not run, so traces answer from PostgreSQL (``"source": "postgres"``): the steps
-the rows prove, each at the latest time they hold (``messages``, the recipient's
-``delivery_state``, ``receipts``, a task request's ``task_transitions``). A message handed out
-twice shows its last fetch, with its attempt number; naks, and when a message expired or was
-dead-lettered, are not kept, so the current state (``delivery``) says what is known of them.
+The data model keeps the full timeline of a message in ClickHouse ``events``; this deployment
+keeps that table in PostgreSQL (docs/decisions/0047), so traces answer from there
+(``"source": "postgres"``): every transition of the message as it happened (accepted,
+published with its sequence, each fetch with its attempt, naks, delivered, read, expired,
+dead-lettered with its reason, redriven with the new sequence, discarded), and a task request's
+``task_transitions``. The recipient's ``delivery_state`` is added as the current state
+(``delivery``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 from platformkit.db.scope import tenant_transaction
 
 from agentbus.db import SCOPE
+from agentbus.delivery import events
 from agentbus.delivery import store as delivery_store
 from agentbus.delivery.domain import Status
 from agentbus.errors import NotFound, RequestInvalid
@@ -44,41 +46,36 @@ TRACE_MESSAGES_MAX = 1000
 LIST_MAX = 200
 LIST_CURSOR = "ml"
 _TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+BUDGET_REASON = "budget_exceeded"
 
 
-def timeline(
-    message: Row, delivery: Row | None, issued: Sequence[Row], transitions: Sequence[Row]
-) -> list[dict[str, Any]]:
-    """The steps the rows prove, oldest first, each with the milliseconds since the one before
-    (``latency_ms``, null for the first)."""
-    attempt = int(delivery["attempt"]) if delivery else 0
-    steps: list[tuple[datetime, str, str, int, dict[str, Any]]] = [
-        (message["accepted_at"], "message.accepted", "gateway", 0, {})
-    ]
-    published = next((r["issued_at"] for r in issued if r["stream_seq"] is not None), None)
-    if published is not None:
-        details = {"stream_seq": message["stream_seq"]}
-        steps.append((published, "message.published", "gateway", 0, details))
-    if delivery and delivery["last_fetched_at"]:
-        steps.append((delivery["last_fetched_at"], "message.fetched", "gateway", attempt, {}))
-    if message["delivered_at"]:
-        steps.append((message["delivered_at"], "message.delivered", "sidecar", attempt, {}))
-    if message["read_at"]:
-        steps.append((message["read_at"], "message.read", "sidecar", attempt, {}))
+def timeline(events: Sequence[Row], transitions: Sequence[Row]) -> list[dict[str, Any]]:
+    """The message's events and, for a task request, its task's state changes, oldest first,
+    each with the milliseconds since the one before (``latency_ms``, null for the first)."""
+    steps: list[tuple[datetime, str, str, int, str | None, dict[str, Any]]] = []
+    for row in events:
+        details = dict(row["details"])
+        if row["policy_id"] is not None:
+            details["policy_id"] = format_id("pol", row["policy_id"])
+        steps.append((row["event_time"], row["event"], row["actor"], int(row["attempt"]),
+                      row["error_code"], details))  # fmt: skip
     for move in transitions:
         by = move["by_msg_id"]
         details = {"from": move["from_state"], "to": move["to_state"], "reason": move["reason"],
                    "by_msg_id": None if by is None else format_id("msg", by)}  # fmt: skip
-        steps.append((move["at"], "task.state_changed", "gateway", attempt, details))
+        if (move["reason"] or "").startswith(BUDGET_REASON):  # the stop of decisions/0031
+            steps.append((move["at"], "task.budget_exceeded", "gateway", 0, None,
+                          {"reason": move["reason"]}))  # fmt: skip
+        steps.append((move["at"], "task.state_changed", "gateway", 0, None, details))
     steps.sort(key=lambda step: step[0])  # stable: equal times keep the order above
-    events: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     previous: datetime | None = None
-    for at, event, actor, step_attempt, details in steps:
+    for at, event, actor, attempt, error_code, details in steps:
         since = None if previous is None else (at - previous) // timedelta(milliseconds=1)
-        events.append({"event": event, "at": ts(at), "attempt": step_attempt, "actor": actor,
-                       "latency_ms": since, "error_code": None, "details": details})  # fmt: skip
+        out.append({"event": event, "at": ts(at), "attempt": attempt, "actor": actor,
+                    "latency_ms": since, "error_code": error_code, "details": details})  # fmt: skip
         previous = at
-    return events
+    return out
 
 
 def delivery_view(delivery: Row | None) -> dict[str, Any] | None:
@@ -100,6 +97,7 @@ async def read_trace(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
         row = await find_visible_message(conn, who, msg_id)
         issued = await receipts.receipts_of(conn, who.tenant_id, msg_id)
+        history = await events.message_events(conn, who.tenant_id, msg_id)
         delivery = None
         if row["to_agent_id"] is not None:
             delivery = await delivery_store.delivery_state(conn, msg_id, row["to_agent_id"])
@@ -110,7 +108,7 @@ async def read_trace(gw: Gateway, who: Reader, text: str) -> dict[str, Any]:
         "message": message_view(row),
         "delivery": delivery_view(delivery),
         "receipts": [receipt_view(r, find_kid(gw.signing, r)) for r in issued],
-        "events": timeline(row, delivery, issued, transitions),
+        "events": timeline(history, transitions),
         "source": SOURCE,
     }
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from platformkit.db.scope import Conn, tenant_transaction
 
+from agentbus.a2a import cards
 from agentbus.db import SCOPE
 from agentbus.errors import NotFound, RequestInvalid
 from agentbus.gateway import cursors
@@ -34,7 +35,7 @@ STATUSES = ("registered", "online", "idle", "offline", "disabled")
 Row = dict[str, Any]
 
 
-def _viewer(who: Reader) -> agents.Viewer:
+def viewer_of(who: Reader) -> agents.Viewer:
     if isinstance(who, AgentPrincipal):
         return agents.Viewer(who.workspace_id, who.agent_id, who.owner_user_id)
     return agents.Viewer(who.workspace_id)
@@ -72,10 +73,11 @@ async def read_agent(gw: Gateway, who: Reader, agent_ref: str) -> dict[str, Any]
         return full_agent_view(await find_visible_agent(conn, who, agent_ref))
 
 
-async def read_card(gw: Gateway, who: Reader, agent_ref: str) -> dict[str, Any]:
+async def read_card(gw: Gateway, who: Reader, agent_ref: str, base: str) -> dict[str, Any]:
+    """The agent's A2A card (``a2a.cards``), its interface under ``base``."""
     async with tenant_transaction(gw.pool, SCOPE, who.tenant_id) as conn:
-        card: dict[str, Any] = (await find_visible_agent(conn, who, agent_ref))["agent_card"]
-    return card
+        agent = await find_visible_agent(conn, who, agent_ref)
+    return cards.agent_card(agent, base)
 
 
 async def _workspace_filter(conn: Conn, tenant_id: uuid.UUID, ref: str | None) -> uuid.UUID | None:
@@ -116,7 +118,7 @@ async def list_directory(
             "status": status, "capability": capability, "q": q,
         }  # fmt: skip
         rows = await agents.list_agents(
-            conn, who.tenant_id, _viewer(who), filters=filters, after=after, limit=limit
+            conn, who.tenant_id, viewer_of(who), filters=filters, after=after, limit=limit
         )
     return {
         "items": [full_agent_view(row) for row in rows],

@@ -16,7 +16,7 @@ from agentbus.errors import RequestInvalid
 from agentbus.gateway.bodies import Body
 from agentbus.gateway.wire import b64url_decode, b64url_encode
 
-RESERVED_NAMES = frozenset({"system", "gateway", "agentbus"})
+RESERVED_NAMES = frozenset({"system", "gateway", "agentbus", "a2a-bridge"})
 CAPABILITY = r"^[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*){0,7}$"
 NAME = re.compile(r"^[a-z0-9-]{3,40}$")
 

@@ -116,8 +116,9 @@ async def delete_agent(request: Request, agent_id: str, token: AnyToken) -> Resp
 
 @router.get("/v1/agents/{agent_id}/card", tags=["agents"])
 async def get_agent_card(request: Request, agent_id: str, who: Either) -> dict[str, Any]:
-    """The agent's A2A-style card."""
-    return await agent_directory.read_card(get_gateway(request), who, agent_id)
+    """The agent's A2A agent card (protocol 1.0), with its JSON-RPC interface."""
+    base = str(request.base_url).rstrip("/")
+    return await agent_directory.read_card(get_gateway(request), who, agent_id, base)
 
 
 @router.get("/v1/agents/{agent_id}/keys", tags=["agents"])

@@ -1,4 +1,4 @@
-"""Blob routes (04-API-SPEC §8), plain Starlette routes outside OpenAPI since their bodies are
+"""Blob routes (04-API-SPEC §8), plain Starlette routes outside FastAPI since their bodies are
 raw bytes: ``POST /v1/blobs`` (agent credential with ``send``) and ``GET /v1/blobs/{blb}``
 (``gateway.blobs`` says who may read one)."""
 

@@ -1,4 +1,4 @@
-"""The presence hot path (plain Starlette route, outside OpenAPI, 04-API-SPEC §9):
+"""The presence hot path (plain Starlette route outside FastAPI, 04-API-SPEC §9):
 ``POST /v1/agents/{agt}/heartbeat`` with the agent's own credential -> 204."""
 
 from __future__ import annotations

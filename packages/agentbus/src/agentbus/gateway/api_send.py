@@ -1,4 +1,4 @@
-"""The agent hot path for sending (plain Starlette routes, outside OpenAPI): ``POST
+"""The agent hot path for sending (plain Starlette routes outside FastAPI, in hot_openapi): ``POST
 /v1/messages`` (04-API-SPEC §4.1), ``POST /v1/messages/batch`` (§4.7) and ``GET
 /v1/messages/{msg}`` (§4.3, for the parties and the tenant's operators) and ``POST
 /v1/messages/{msg}/redrive`` (§4.6, for its sender and admin tokens).

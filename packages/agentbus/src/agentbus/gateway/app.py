@@ -9,6 +9,7 @@ when ``background`` is on, the reconciler, presence and partition loops.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -17,27 +18,52 @@ from contextlib import asynccontextmanager
 import psycopg
 from fastapi import FastAPI
 from platformkit import http as http_kernel
+from platformkit.http.apidocs import add_api_docs
+from platformkit.http.openapi import document_routes_outside_fastapi
 from platformkit.jobs import LeaderLoop
 
 from agentbus import db
+from agentbus.a2a import api as a2a_api
+from agentbus.analytics import api as analytics_api
+from agentbus.analytics.ingest import ingest_loop
+from agentbus.analytics.store import open_analytics
 from agentbus.broker import Broker
+from agentbus.console import audit_pages as console_audit
+from agentbus.console import live as console_live
+from agentbus.console import pages as console_pages
+from agentbus.console import policy_pages as console_policies
+from agentbus.controllers.audit import AuditJob, audit_loop
+from agentbus.controllers.keys import KeyJobs, key_loops
 from agentbus.controllers.partitions import partitions_loop
 from agentbus.controllers.retention import retention_loops
 from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
 from agentbus.errors import DatabaseUnavailable
-from agentbus.gateway import api, api_admin, api_blobs, api_presence, api_send
+from agentbus.gateway import (
+    api,
+    api_admin,
+    api_audit,
+    api_blobs,
+    api_invitations,
+    api_keys,
+    api_presence,
+    api_send,
+    api_support,
+)
 from agentbus.gateway.bodies import guard_problem
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.envelope import BATCH_BODY_MAX
+from agentbus.gateway.hot_openapi import hot_paths
 from agentbus.gateway.objectstore import open_object_store
 from agentbus.gateway.presence import presence_loop
 from agentbus.gateway.reconciler import reconciler_loop
 from agentbus.gateway.response_headers import GatewayHeaders
-from agentbus.gateway.signing import SigningKeys, ensure_signing_key
+from agentbus.gateway.signing import SigningKeys, ensure_signing_key, keep_fresh
 from agentbus.keys import load_or_create_keyring
+from agentbus.policies import api as policies_api
 from agentbus.tasks import api as tasks_api
+from agentbus.usage import api as usage_api
 
 log = logging.getLogger(__name__)
 VERSION = "0.1.0"
@@ -46,9 +72,10 @@ VERSION = "0.1.0"
 # The kernel guard's bounds (04-API-SPEC §1, "Bounds every request meets"): the routes cap their
 # own bodies lower still. A batch takes 4 MiB; a blob is bounded by the tenant's plan while it
 # streams in (api_blobs). Sends and batches parse their envelopes themselves, answering AB-2xxx
-# for one envelope alone, so the guard leaves their JSON to them.
+# for one envelope alone, so the guard leaves their JSON to them; usage uploads likewise refuse
+# one record alone.
 BODY_LIMITS: dict[str, int | None] = {"/v1/messages/batch": BATCH_BODY_MAX, "/v1/blobs": None}
-JSON_GUARD_EXEMPT = ("/v1/messages", "/v1/tasks")
+JSON_GUARD_EXEMPT = ("/v1/messages", "/v1/tasks", "/v1/usage")
 
 
 def _secret(value: object) -> str | None:
@@ -79,12 +106,23 @@ async def open_gateway(settings: GatewaySettings) -> Gateway:
     objects = open_object_store(
         settings.object_store_url, settings.objects_dir, settings.object_store_timeout_s
     )
-    return Gateway(settings, pool, keyring, broker, objects, signing)
+    gw = Gateway(settings, pool, keyring, broker, objects, signing)
+    gw.analytics = await open_analytics(settings)
+    return gw
 
 
 async def close_gateway(gw: Gateway) -> None:
+    if gw.analytics is not None:
+        await gw.analytics.close()
     await gw.broker.close()
     await gw.pool.close()
+
+
+def audit_job(gw: Gateway) -> AuditJob:
+    settings = gw.settings
+    return AuditJob(gw.pool, gw.broker, gw.signing.signer,
+                    checkpoint_interval_s=settings.audit_checkpoint_interval_s,
+                    checkpoint_rows=settings.audit_checkpoint_rows)  # fmt: skip
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
@@ -97,12 +135,22 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         loops: list[LeaderLoop] = []
         if settings.background:
             loops = [reconciler_loop(gw), presence_loop(gw), partitions_loop(gw.pool),
-                     *retention_loops(gw.pool, gw.objects)]  # fmt: skip
+                     *retention_loops(gw.pool, gw.objects),
+                     audit_loop(audit_job(gw), settings.audit_interval_s),
+                     *key_loops(KeyJobs(gw.pool, gw.crypto, gw.signing))]  # fmt: skip
+            if gw.analytics is not None:
+                loops.append(ingest_loop(gw.pool, gw.analytics, settings.analytics_flush_s,
+                                         settings.analytics_batch))  # fmt: skip
             for loop in loops:
                 await loop.start()
+        refresher = asyncio.create_task(
+            keep_fresh(gw.signing, gw.pool, settings.signing_refresh_s), name="signing-refresh"
+        )
         try:
             yield
         finally:
+            refresher.cancel()
+            await asyncio.gather(refresher, return_exceptions=True)
             for loop in loops:
                 with contextlib.suppress(Exception):
                     await loop.stop()
@@ -113,19 +161,32 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         version=VERSION,
         lifespan=lifespan,
         openapi_url="/v1/openapi.json",
-        docs_url=None,  # the interactive pages load scripts from a CDN; the schema is enough
+        docs_url=None,  # FastAPI's page loads a CDN; ours is add_api_docs below
         redoc_url=None,
         responses=http_kernel.problem_responses("4XX", "5XX"),
     )
+    add_api_docs(app, "/v1/docs")
     app.router.routes.extend(api_send.routes)
     app.router.routes.extend(delivery_api.routes)
     app.router.routes.extend(tasks_api.routes)
     app.router.routes.extend(api_blobs.routes)
     app.router.routes.extend(api_presence.routes)
+    app.router.routes.extend(usage_api.routes)
+    app.router.routes.extend(a2a_api.routes)
     app.include_router(api.router)
     app.include_router(api_admin.router)
+    app.include_router(api_audit.router)
+    app.include_router(api_keys.router)
+    app.include_router(api_support.router)
+    app.include_router(api_invitations.router)
+    app.include_router(policies_api.router)
     app.include_router(delivery_api.router)
     app.include_router(trace_api.router)
+    app.include_router(analytics_api.router)
+    app.include_router(console_pages.router)
+    app.include_router(console_live.router)
+    app.include_router(console_policies.router)
+    app.include_router(console_audit.router)
     app.add_middleware(GatewayHeaders)
     http_kernel.install(
         app,
@@ -140,6 +201,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         json_guard_exempt=JSON_GUARD_EXEMPT,
         guard_problem=guard_problem,
     )
+    document_routes_outside_fastapi(app, hot_paths)
     return app
 
 

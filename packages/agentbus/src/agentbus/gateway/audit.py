@@ -28,7 +28,10 @@ async def record_api_action(
     client: tuple[str | None, str | None] = (None, None),
 ) -> None:
     """In the action's transaction; ``client``: the caller's address and user agent."""
-    via = "agent" if isinstance(who, AgentPrincipal) else format_id("tok", who.token_id)
+    if isinstance(who, AgentPrincipal):
+        via = "agent"
+    else:  # a console session acts as its user, without a token (console.pages.console_token)
+        via = "console" if who.env == "console" else format_id("tok", who.token_id)
     ctx = Ctx(gw.pool, Actor.user(who.tenant_id, who.owner_user_id), ip=client[0],
               user_agent=client[1])  # fmt: skip
     await record_action(

@@ -70,12 +70,12 @@ def attached_blobs(data: dict[str, Any]) -> list[uuid.UUID]:
 
 async def check_attachments(
     conn: Conn, tenant_id: uuid.UUID, data: dict[str, Any]
-) -> list[uuid.UUID]:
+) -> dict[uuid.UUID, int]:
     """Send step 5: the blobs ``data`` attaches, each live and the tenant's (AB-2020), locked
-    until the send's transaction ends."""
+    until the send's transaction ends; their sizes by id, in the order attached."""
     wanted = attached_blobs(data)
     if not wanted:
-        return wanted
+        return {}
     live = await blobs.lock_live(conn, tenant_id, wanted)
     for blob_id in wanted:
         if blob_id not in live:
@@ -83,7 +83,7 @@ async def check_attachments(
                 f"{format_id('blb', blob_id)} is not a live blob of this tenant",
                 blob=format_id("blb", blob_id),
             )
-    return wanted
+    return {blob_id: live[blob_id] for blob_id in wanted}
 
 
 async def reference_attachments(conn: Conn, send: PendingSend) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from platformkit.mail import Mailer, SmtpSecurity, mailer_for
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
@@ -76,6 +77,43 @@ class GatewaySettings(Settings):
     reconcile_shards: int = Field(
         1, ge=1, le=1024, description="Leader shards of the reconciler (tenant hash modulo)."
     )
+    audit_interval_s: float = Field(
+        2.0,
+        gt=0,
+        description="How often the audit job publishes new chain rows on sys.audit.> "
+        "and looks for chains due a checkpoint.",
+    )
+    audit_checkpoint_interval_s: float = Field(
+        3600.0,
+        gt=0,
+        description="A tenant chain with new rows gets a signed checkpoint at least this often.",
+    )
+    audit_checkpoint_rows: int = Field(
+        1000, ge=1, description="... and at the latest after this many new rows (data model §2.5)."
+    )
+    signing_refresh_s: float = Field(
+        60.0,
+        gt=0,
+        description="How often each process re-reads the platform signing keys "
+        "(new ones sign, retired ones stop being accepted).",
+    )
+    public_url: str | None = Field(
+        None,
+        description="How people and browsers reach the gateway (https://bus.example.com), for "
+        "links in mails and the console link serve prints (default: http://<host>:<port>); "
+        "an https URL makes the console's cookies Secure.",
+    )
+    mail_from: str = Field("agentbus@localhost", description="Sender of invitation mails.")
+    smtp_host: str | None = Field(
+        None, description="SMTP server for mails; unset writes them into the outbox folder."
+    )
+    smtp_port: int | None = Field(None, description="Its port (default by smtp_security).")
+    smtp_security: SmtpSecurity = Field(SmtpSecurity.STARTTLS, description="none, starttls or tls.")
+    smtp_username: str | None = Field(None, description="SMTP login, when the server wants one.")
+    smtp_password: SecretStr | None = Field(None, description="SMTP password.")
+    outbox_dir: Path | None = Field(
+        None, description="Where mails go without SMTP (default: <config_dir>/outbox)."
+    )
     platform_token: SecretStr | None = Field(
         None,
         min_length=32,
@@ -85,6 +123,42 @@ class GatewaySettings(Settings):
     background: bool = Field(
         True, description="Run the background loops (reconciler, partitions) in this process."
     )
+    analytics: bool = Field(
+        True,
+        description="Open the analytics store in this process and, as the leader, drain the "
+        "analytics outbox into it; off, the outbox keeps its rows for a process that does.",
+    )
+    analytics_url: SecretStr | None = Field(
+        None,
+        description="A ClickHouse server for analytics, as a clickhouse-connect DSN "
+        "(http://user:password@host:8123/agentbus); unset keeps them in chDB inside the gateway "
+        "process, under <config_dir>/analytics (one owner process: docs/decisions/0050).",
+    )
+    analytics_dir: Path | None = Field(
+        None, description="chDB's data directory; default <config_dir>/analytics."
+    )
+    analytics_cluster: str | None = Field(
+        None,
+        description="ClickHouse cluster name for ON CLUSTER and replicated engines (data model "
+        "2.1); unset for chDB and a single server.",
+    )
+    analytics_tiered: bool = Field(
+        False,
+        description="The ClickHouse server has the 'tiered' storage policy of data model 2.2 "
+        "(hot disk, cold S3 volume); rows move to 'cold' after 30 days.",
+    )
+    analytics_flush_s: float = Field(
+        1.0, gt=0, le=60, description="How often the analytics outbox is drained into ClickHouse."
+    )
+    analytics_batch: int = Field(
+        10_000, ge=1, le=100_000, description="Rows per ClickHouse insert (data model 2.1)."
+    )
+    delivery_slo_ms: int = Field(
+        1000, ge=1, description="The delivery latency objective the latency report compares to."
+    )
+    secure_cookies: bool = Field(
+        False, description="Mark the console's cookies Secure even when served over plain HTTP."
+    )
     request_rate_limits: bool = Field(
         True,
         description="Enforce the request rates of 04-API-SPEC 1.6 (AB-5008); off only for load "
@@ -92,5 +166,21 @@ class GatewaySettings(Settings):
     )
 
     @property
+    def base_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    def mailer(self) -> Mailer:
+        return mailer_for(
+            outbox=self.outbox_dir or self.config_dir / "outbox", sender=self.mail_from,
+            smtp_host=self.smtp_host, smtp_port=self.smtp_port, security=self.smtp_security,
+            username=self.smtp_username,
+            password=self.smtp_password.get_secret_value() if self.smtp_password else None,
+        )  # fmt: skip
+
+    @property
     def objects_dir(self) -> Path:
         return self.config_dir / "objects"
+
+    @property
+    def resolved_analytics_dir(self) -> Path:
+        return self.analytics_dir or self.config_dir / "analytics"

@@ -8,28 +8,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from platformkit.crypto import Envelope, Keyring
+from platformkit.crypto import Keyring
 from platformkit.db.scope import Pool
+from platformkit.mail import Mailer
 from starlette.requests import HTTPConnection
 
 from agentbus.broker import Broker
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.directory import Directory
 from agentbus.gateway.objectstore import ObjectStore
-from agentbus.gateway.policy import AllowAll, SendPolicy
+from agentbus.gateway.policy import PolicyEngine
 from agentbus.gateway.principals import PrincipalCache
 from agentbus.gateway.proofs import ProofReplayCache
 from agentbus.gateway.request_limits import RequestLimits
 from agentbus.gateway.send_limits import SendLimits
 from agentbus.gateway.signing import SigningKeys
 from agentbus.keys import TenantKeyStore
+from agentbus.kms import providers_from
+from agentbus.tenant_crypto import TenantCrypto
 
 if TYPE_CHECKING:
+    from agentbus.analytics.backends import Backend
     from agentbus.gateway.hooks import TaskRules
-
-
-UNWRAPPED_KEY_TTL_S = 600.0
-"""How long an unwrapped tenant data key is reused (data model §5.2)."""
 
 
 @dataclass
@@ -40,22 +40,29 @@ class Gateway:
     broker: Broker
     objects: ObjectStore
     signing: SigningKeys
-    policy: SendPolicy = field(default_factory=AllowAll)
+    policy: PolicyEngine = field(default_factory=PolicyEngine)
     task_rules: TaskRules | None = None
+    analytics: Backend | None = None  # None: this process does not own the analytics store
     proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
     principals: PrincipalCache = field(default_factory=PrincipalCache)
     directory: Directory = field(default_factory=Directory)
     limits: SendLimits = field(default_factory=SendLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
-    crypto: Envelope = field(init=False)
+    crypto: TenantCrypto = field(init=False)
+    mailer: Mailer = field(init=False)
     data_keys: TenantKeyStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.request_limits.enforce = self.settings.request_rate_limits
-        # Payloads use the tenant data keys of tenant_keys (data model §5) through the kernel;
-        # an unwrapped key is kept for 10 minutes (§5.2), and only while its row is unchanged.
+        # Payloads use the tenant data keys of tenant_keys (data model §5), unwrapped by the
+        # tenant's KEK provider; an unwrapped key is kept for 10 minutes by default (§5.2), and
+        # only while its row is unchanged.
+        self.mailer = self.settings.mailer()
         self.data_keys = TenantKeyStore(self.pool)
-        self.crypto = Envelope(self.keyring, self.data_keys, unwrapped_ttl_s=UNWRAPPED_KEY_TTL_S)
+        self.crypto = TenantCrypto(
+            self.pool, self.data_keys, providers_from(self.settings, self.keyring),
+            ttl_s=self.settings.unwrapped_key_ttl_s,
+        )  # fmt: skip
 
 
 def get_gateway(conn: HTTPConnection) -> Gateway:

@@ -43,6 +43,7 @@ class PendingSend:
     inline: bytes | None = None  # the sealed payload its JetStream copy carries, if any
     accepted_at: datetime | None = None  # the validating transaction's time
     blobs: list[uuid.UUID] = field(default_factory=list)  # attached, locked until the commit
+    attachment_bytes: int = 0  # their sizes together, for the policies
 
     @property
     def tenant_id(self) -> uuid.UUID:

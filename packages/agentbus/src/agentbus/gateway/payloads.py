@@ -2,7 +2,8 @@
 with the tenant's active data key and stored at ``payload_ref``; a blob's bytes likewise at its
 ``s3_key``.
 
-Sealing is the kernel's ``Envelope`` over ``tenant_keys`` (AES-256-GCM, random nonce); its
+Sealing is the kernel's sealed format under ``tenant_keys`` (``agentbus.tenant_crypto``:
+AES-256-GCM, random nonce, the key unwrapped by the tenant's KEK provider); its
 associated data is the sealed header plus ``canonical_json([tenant_id, "msg_<hex>"])``, i.e.
 the message id and the tenant id, so a ciphertext cannot be moved to another message or tenant.
 The data key version is carried in the ciphertext and stored as ``messages.dek_version``.
@@ -22,13 +23,7 @@ import logging
 import uuid
 from typing import Any
 
-from platformkit.crypto import (
-    DataKeyUnavailableError,
-    DecryptionError,
-    new_data_key,
-    seal,
-    sealed_key_id,
-)
+from platformkit.crypto import DataKeyUnavailableError, DecryptionError, seal, sealed_key_id
 from platformkit.db.scope import Conn
 
 from agentbus.gateway.context import Gateway
@@ -36,7 +31,6 @@ from agentbus.gateway.errors import KeyUnavailable, PayloadIntegrityFailed
 from agentbus.gateway.metrics import PAYLOAD_OPENS
 from agentbus.gateway.objectstore import ObjectMissing, payload_key
 from agentbus.ids import format_id
-from agentbus.keys import store_wrapped_key
 
 log = logging.getLogger(__name__)
 
@@ -54,13 +48,9 @@ async def seal_bytes(
 
     ``conn`` is the caller's tenant transaction (the send's): the tenant's active data key is
     read on it (or, for a tenant without one, created in it), so the send path never holds one
-    pooled connection while waiting for another. This is ``Envelope.encrypt`` on that
-    transaction."""
-    stored = await gw.data_keys.active_in(conn, tenant_id)
-    if stored is None:
-        stored = await store_wrapped_key(conn, tenant_id, new_data_key(gw.keyring, tenant_id))
+    pooled connection while waiting for another."""
     try:
-        data_key = gw.crypto.unwrap(tenant_id, stored)
+        data_key = await gw.crypto.active_key_in(conn, tenant_id)
     except DataKeyUnavailableError as exc:
         raise KeyUnavailable("the tenant data key cannot be unwrapped") from exc
     sealed = seal(data_key, plaintext, tenant_id=tenant_id, owner=owner)

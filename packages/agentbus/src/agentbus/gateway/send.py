@@ -51,13 +51,16 @@ from agentbus.gateway.envelope import (
 from agentbus.gateway.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.metrics import count_send
 from agentbus.gateway.payloads import load_payload
-from agentbus.gateway.policy import PolicyError, SendRequest
+from agentbus.gateway.policy import PolicyError
+from agentbus.gateway.policy import count as count_decision
 from agentbus.gateway.principals import AgentPrincipal
 from agentbus.gateway.publish import publish_message
 from agentbus.gateway.replay import replay_send
 from agentbus.gateway.schemas import MESSAGE, check_type_and_data
 from agentbus.gateway.store import conversations, messages
 from agentbus.ids import format_id
+from agentbus.policies.domain import Request as PolicyRequest
+from agentbus.policies.model import action_of
 
 __all__ = ["load_payload", "publish_message", "send_batch", "send_envelope"]
 
@@ -95,7 +98,8 @@ async def _validate(
     send.plaintext, send.payload_sha256 = check_type_and_data(env)
     if env.type != MESSAGE and rules is None:
         raise e.TypeUnknown(f"{env.type} is sent through the task routes")
-    send.blobs = await check_attachments(conn, principal.tenant_id, env.data)
+    attached = await check_attachments(conn, principal.tenant_id, env.data)
+    send.blobs, send.attachment_bytes = list(attached), sum(attached.values())
     tenant = await gw.directory.tenant(conn, principal.tenant_id)
     assert tenant is not None  # the principal was just checked against it
     send.tenant = tenant
@@ -110,7 +114,7 @@ async def _validate(
         answer = await rules.check(conn, send)
         if answer is not None:
             return answer
-    await _decide(gw, send)
+    await _decide(conn, gw, send, now)
     await gw.limits.check(conn, gw.broker, send)
     return None
 
@@ -130,29 +134,38 @@ async def _claim(
     return existing, known, accepted_at
 
 
-async def _decide(gw: Gateway, send: PendingSend) -> None:
+async def _decide(conn: Conn, gw: Gateway, send: PendingSend, now: datetime) -> None:
+    """Step 10: the tenant's Cedar policies on a message, task request or accept (the later
+    task messages continue a task they let start)."""
     assert send.recipient is not None
-    request = SendRequest(
-        tenant_id=send.tenant_id,
-        workspace_id=send.sender.workspace_id,
-        sender={
-            "id": send.principal.agent_id,
-            "address": send.principal.address,
-            "workspace_id": send.sender.workspace_id,
-            "owner_user_id": send.sender.owner_user_id,
-        },
-        recipient=send.recipient,
-        type=send.envelope.type,
-        capability=send.envelope.get("capability"),
-        conversation_id=send.envelope.conversation_id,
-    )
+    env = send.envelope
+    action = action_of(env.type)
+    if action is None:
+        return
     try:
-        decision = await gw.policy.decide(request)
+        compiled = await gw.policy.policy_set(conn, send.tenant_id, send.sender.workspace_id)
+        if compiled.allows_all:
+            count_decision(action, True)
+            return
+        sender = await gw.directory.agent_by_address(conn, send.tenant_id, send.principal.address)
+        if sender is None:
+            raise PolicyError("the sender's row is gone")
+        request = PolicyRequest(
+            action=action, principal=sender, resource=send.recipient, type=env.type,
+            capability=env.get("capability"), size_bytes=len(send.plaintext),
+            attachments=len(send.blobs), attachment_bytes=send.attachment_bytes,
+            priority=str(env.get("priority") or "normal"), at=now,
+        )  # fmt: skip
+        decision = gw.policy.decide(compiled, request)
     except PolicyError as exc:
         raise e.PolicyUnavailable("the policy set cannot be evaluated") from exc
     if not decision.allowed:
-        pid = None if decision.policy_id is None else format_id("pol", decision.policy_id)
-        raise e.PolicyDenied(decision.reason or "a policy forbids this send", policy_id=pid)
+        raise e.PolicyDenied(
+            decision.reason or "a policy forbids this send",
+            policy_id=None if decision.policy_id is None else format_id("pol", decision.policy_id),
+            policy=decision.policy_name,
+            action=action,
+        )
 
 
 Lane = tuple[str, str]

@@ -14,6 +14,8 @@ gateway's workers start or the admin CLI wraps anything with the wrong keyring.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import struct
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from wirekit import canonical_json
 from agentbus.gateway import ed25519
 from agentbus.ids import new_signing_kid
 
+log = logging.getLogger(__name__)
 _HEADER = struct.Struct(">BI")
 _VERSION = 1
 _NONCE = 12
@@ -178,3 +181,15 @@ class SigningKeys:
     def usable_public(self, kid: str) -> Ed25519PublicKey | None:
         """A key whose credentials are accepted: known and not retired."""
         return None if kid in self.retired else self.public.get(kid)
+
+
+async def keep_fresh(keys: SigningKeys, pool: Pool, interval_s: float) -> None:
+    """Re-read the signing keys every ``interval_s``, in every process: the daily
+    ``keys.rotate`` job adds and retires keys in one process (the leader), and the others must
+    start signing with the new key and stop accepting the retired one."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await keys.refresh(pool)
+        except Exception as exc:  # the database away for a while: try again next time
+            log.warning("signing keys not refreshed: %s", exc)

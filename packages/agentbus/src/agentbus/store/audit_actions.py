@@ -1,5 +1,6 @@
 """audit_actions: append-only record of elevated actions (data model §1.9). The gateway role
-may insert but never update or delete."""
+may insert but never update or delete. A tenant's row is linked into the tenant's audit chain
+(``store.audit_chain``) in the same transaction."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from typing import Any
 from platformkit.db.scope import Conn
 from platformkit.ids import uuid7
 from psycopg.types.json import Jsonb
+
+from agentbus.store import audit_chain
+
+_COLUMNS = """id, tenant_id, actor_type, actor_id, action, target_type, target_id, consent_ref,
+              details, host(ip) AS ip, user_agent, at"""
 
 
 async def insert_audit_action(
@@ -27,10 +33,10 @@ async def insert_audit_action(
     user_agent: str | None = None,
 ) -> uuid.UUID:
     action_id = uuid7()
-    await conn.execute(
-        """INSERT INTO audit_actions (id, tenant_id, actor_type, actor_id, action, target_type,
+    cur = await conn.execute(
+        f"""INSERT INTO audit_actions (id, tenant_id, actor_type, actor_id, action, target_type,
                target_id, consent_ref, details, ip, user_agent)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}""",
         (
             action_id,
             tenant_id,
@@ -45,7 +51,21 @@ async def insert_audit_action(
             user_agent,
         ),
     )
+    row = await cur.fetchone()
+    assert row is not None
+    if tenant_id is not None:
+        await audit_chain.append_action(conn, row)
     return action_id
+
+
+async def actions_by_id(
+    conn: Conn, tenant_id: uuid.UUID, ids: list[uuid.UUID]
+) -> dict[uuid.UUID, dict[str, Any]]:
+    cur = await conn.execute(
+        f"SELECT {_COLUMNS} FROM audit_actions WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, ids),
+    )
+    return {row["id"]: row for row in await cur.fetchall()}
 
 
 async def list_audit_actions(
@@ -70,8 +90,7 @@ async def list_audit_actions(
         where.append("target_id = %(target)s")
         params["target"] = target_id
     cur = await conn.execute(
-        f"""SELECT id, tenant_id, actor_type, actor_id, action, target_type, target_id,
-                   consent_ref, details, host(ip) AS ip, user_agent, at
+        f"""SELECT {_COLUMNS}
               FROM audit_actions WHERE {" AND ".join(where)}
              ORDER BY at DESC, id DESC LIMIT %(limit)s""",
         params,

@@ -54,23 +54,43 @@ async def insert_key(
     return row
 
 
-async def active_key(conn: Conn, tenant_id: uuid.UUID) -> Row | None:
+async def key_row(conn: Conn, tenant_id: uuid.UUID, version: int | None) -> Row | None:
+    """A usable version (``None``: the active one), with its tenant's current ``kek_ref`` as
+    ``tenant_kek_ref``."""
     cur = await conn.execute(
-        f"""SELECT {COLUMNS} FROM tenant_keys WHERE tenant_id = %s AND status = 'active'
-            ORDER BY version DESC LIMIT 1""",
+        f"""SELECT k.{COLUMNS.replace(", ", ", k.")}, t.kek_ref AS tenant_kek_ref
+              FROM tenant_keys k JOIN tenants t ON t.id = k.tenant_id
+             WHERE k.tenant_id = %(t)s AND k.status <> 'destroyed'
+               AND (CASE WHEN %(v)s::int IS NULL THEN k.status = 'active'
+                         ELSE k.version = %(v)s END)
+             ORDER BY k.version DESC LIMIT 1""",
+        {"t": tenant_id, "v": version},
+    )
+    return await cur.fetchone()
+
+
+async def usable_rows(conn: Conn, tenant_id: uuid.UUID) -> list[Row]:
+    cur = await conn.execute(
+        f"""SELECT {COLUMNS} FROM tenant_keys WHERE tenant_id = %s AND status <> 'destroyed'
+             ORDER BY version""",
         (tenant_id,),
     )
-    return await cur.fetchone()
+    return list(await cur.fetchall())
 
 
-async def get_key(conn: Conn, tenant_id: uuid.UUID, version: int) -> Row | None:
-    """A usable (active or retired) version; destroyed keys are gone for good."""
+async def rewrap(
+    conn: Conn, tenant_id: uuid.UUID, version: int, old: bytes, *, wrapped: bytes,
+    kek_ref: str, kek_provider: str,
+) -> bool:  # fmt: skip
+    """Replace one version's wrapping, only if it is still ``old`` (another process may have
+    re-wrapped it first); whether this call did."""
     cur = await conn.execute(
-        f"""SELECT {COLUMNS} FROM tenant_keys
-            WHERE tenant_id = %s AND version = %s AND status <> 'destroyed'""",
-        (tenant_id, version),
+        """UPDATE tenant_keys SET dek_wrapped = %s, kek_ref = %s, kek_provider = %s
+            WHERE tenant_id = %s AND version = %s AND dek_wrapped = %s AND status <> 'destroyed'
+           RETURNING version""",
+        (wrapped, kek_ref, kek_provider, tenant_id, version, old),
     )
-    return await cur.fetchone()
+    return await cur.fetchone() is not None
 
 
 async def destroy_keys(conn: Conn, tenant_id: uuid.UUID) -> int:

@@ -96,3 +96,10 @@ async def update_tenant(conn: Conn, tenant_id: uuid.UUID, changes: dict[str, Any
         [*values, tenant_id],
     )
     return await cur.fetchone()
+
+
+async def set_kek_ref(conn: Conn, tenant_id: uuid.UUID, kek_ref: str) -> None:
+    """The tenant's key encryption key (data model §5.1); the caller re-wraps its data keys."""
+    await conn.execute(
+        "UPDATE tenants SET kek_ref = %s, updated_at = now() WHERE id = %s", (kek_ref, tenant_id)
+    )

@@ -5,13 +5,20 @@
   transition row; with ``dry_run`` only the checks (the send path's read transaction).
 
 Delivery calls ``system_event`` when a request is transport-acked, expires or is dead-lettered;
-the ``tasks.expire`` loop calls it for passed deadlines. Every change locks the task row first.
+the ``tasks.expire`` loop calls it for passed deadlines; ``charge`` records the spend of usage
+uploads. Every change locks the task row first.
+
+Budgets (docs/decisions/0031): once ``tasks.spent`` passes ``tasks.budget.max`` while the task is
+open, the task is stopped: ``budget_exceeded`` moves it to ``cancelled`` with ``error_code``
+AB-6012 and a transition whose reason starts ``budget_exceeded``, so the recipient's next verb
+is refused AB-6003 and the trace shows ``task.budget_exceeded``.
 """
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from platformkit.db.scope import Conn
@@ -33,7 +40,7 @@ from agentbus.tasks.domain import (
     decide,
 )
 from agentbus.tasks.errors import REFUSALS, NotTaskParty, TaskNotFound
-from agentbus.tasks.rules import reported_cost
+from agentbus.tasks.rules import over_budget, reported_cost
 
 Row = dict[str, Any]
 
@@ -104,6 +111,29 @@ async def system_event(
                         data={}, reason=reason)  # fmt: skip
 
 
+async def charge(
+    conn: Conn, tenant_id: uuid.UUID, task_id: uuid.UUID, total: Decimal
+) -> Row | None:
+    """``total`` (the task's whole reported spend) as ``tasks.spent`` when larger, then the
+    budget rule; the task row, None for a missing task."""
+    task = await store.get_task(conn, tenant_id, task_id, lock=True)
+    if task is None or total <= task["spent"]:
+        return task
+    updated = await store.update_task(conn, tenant_id, task_id, task["state"], spent=total)
+    assert updated is not None  # the row is locked
+    return await _enforce_budget(conn, tenant_id, updated, by_msg_id=None)
+
+
+async def _enforce_budget(
+    conn: Conn, tenant_id: uuid.UUID, task: Row, *, by_msg_id: uuid.UUID | None
+) -> Row:
+    if State(task["state"]) not in OPEN or not over_budget(task["budget"], task["spent"]):
+        return task
+    reason = f"budget_exceeded: spent {task['spent']} of {task['budget']['max']} USD"
+    return await _apply(conn, tenant_id, task, Event.BUDGET_EXCEEDED, Party.SYSTEM,
+                        by_msg_id=by_msg_id, data={}, reason=reason)  # fmt: skip
+
+
 async def _apply(
     conn: Conn,
     tenant_id: uuid.UUID,
@@ -135,6 +165,8 @@ async def _apply(
             conn, tenant_id, task["id"], current.value, decision.to.value,
             by_msg_id=by_msg_id, reason=reason, at=now,
         )  # fmt: skip
+    if "spent" in values:
+        return await _enforce_budget(conn, tenant_id, updated, by_msg_id=by_msg_id)
     return updated
 
 

@@ -9,7 +9,8 @@ Who may make each move (Decision, from the table's "caller" column and §3.3 dir
 - ``accept``, ``reject``, ``progress``, ``complete``, ``fail``: the recipient;
 - ``cancel``: the requester;
 - ``delivered`` (the request was transport-acked), ``expire`` (deadline or request expiry),
-  ``dead_letter`` (the request was dead-lettered): the system only.
+  ``dead_letter`` (the request was dead-lettered), ``budget_exceeded`` (the task's reported
+  spend passed its budget; it stops the task as ``cancelled``): the system only.
 
 Order of checks: party (AB-6005), then terminal (AB-6003), then the table (AB-6004), so a wrong
 party learns nothing about the task's state.
@@ -43,6 +44,7 @@ class Event(StrEnum):
     CANCEL = "cancel"
     EXPIRE = "expire"
     DEAD_LETTER = "dead_letter"
+    BUDGET_EXCEEDED = "budget_exceeded"
 
 
 class Party(StrEnum):
@@ -66,11 +68,14 @@ PARTY_OF: dict[Event, Party] = {
     Event.CANCEL: Party.REQUESTER,
     Event.EXPIRE: Party.SYSTEM,
     Event.DEAD_LETTER: Party.SYSTEM,
+    Event.BUDGET_EXCEEDED: Party.SYSTEM,
 }
 
 # Events whose "-" cell in the table means "nothing happens" rather than a refusal: the system
 # learns of a transport ack or an expiry late, and a dead letter of a request already answered.
-_IGNORED_WHEN_MOOT = frozenset({Event.DELIVERED, Event.EXPIRE, Event.DEAD_LETTER})
+_IGNORED_WHEN_MOOT = frozenset(
+    {Event.DELIVERED, Event.EXPIRE, Event.DEAD_LETTER, Event.BUDGET_EXCEEDED}
+)
 
 _S, _E = State, Event
 # (state, event) -> new state, for every move the table allows; everything else open is AB-6004.
@@ -92,8 +97,13 @@ MOVES: dict[tuple[State, Event], State] = {
 for _open in OPEN:
     MOVES[(_open, _E.CANCEL)] = _S.CANCELLED
     MOVES[(_open, _E.EXPIRE)] = _S.EXPIRED
+    MOVES[(_open, _E.BUDGET_EXCEEDED)] = _S.CANCELLED
 
-ERROR_CODE: dict[Event, str] = {Event.EXPIRE: "AB-6010", Event.DEAD_LETTER: "AB-6011"}
+ERROR_CODE: dict[Event, str] = {
+    Event.EXPIRE: "AB-6010",
+    Event.DEAD_LETTER: "AB-6011",
+    Event.BUDGET_EXCEEDED: "AB-6012",
+}
 """``tasks.error_code`` set by system events; reject and fail carry the recipient's code."""
 
 

@@ -69,6 +69,14 @@ def check_budget(value: Any) -> dict[str, str] | None:
     return {"currency": currency, "max": amount}
 
 
+def over_budget(budget: Any, spent: Decimal) -> bool:
+    """Whether ``spent`` has passed a stored ``tasks.budget`` (reaching it exactly is within)."""
+    if not isinstance(budget, dict) or budget.get("currency") not in CURRENCIES:
+        return False
+    amount = budget.get("max")
+    return isinstance(amount, str) and bool(DECIMAL.fullmatch(amount)) and spent > Decimal(amount)
+
+
 def reported_cost(data: Any) -> Decimal | None:
     """``data.usage.cost_usd`` of a lifecycle message, cumulative for the task, if valid."""
     usage = data.get("usage") if isinstance(data, dict) else None

@@ -14,6 +14,8 @@ from platformkit.crypto.datakeys import (
     WrappedDataKey,
     new_data_key,
     unwrap_data_key,
+    unwrap_material,
+    wrap_material,
 )
 from platformkit.crypto.envelope import (
     DataKeyUnavailableError,
@@ -23,7 +25,13 @@ from platformkit.crypto.envelope import (
     seal,
     sealed_key_id,
 )
-from platformkit.crypto.keyring import DeploymentKey, Keyring, KeyringError, generate_keyring
+from platformkit.crypto.keyring import (
+    DeploymentKey,
+    Keyring,
+    KeyringError,
+    generate_keyring,
+    load_or_create_keyring,
+)
 
 __all__ = [
     "DataKey",
@@ -40,9 +48,12 @@ __all__ = [
     "UnwrapError",
     "WrappedDataKey",
     "generate_keyring",
+    "load_or_create_keyring",
     "new_data_key",
     "open_sealed",
     "seal",
     "sealed_key_id",
     "unwrap_data_key",
+    "unwrap_material",
+    "wrap_material",
 ]

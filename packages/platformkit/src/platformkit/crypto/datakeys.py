@@ -33,6 +33,8 @@ __all__ = [
     "WrappedDataKey",
     "new_data_key",
     "unwrap_data_key",
+    "unwrap_material",
+    "wrap_material",
 ]
 
 TenantId = str | uuid.UUID
@@ -86,28 +88,40 @@ def _wrap_aad(tenant_id: TenantId, kek_id: int) -> bytes:
     return canonical_json(["platformkit-dek/v1", _tenant(tenant_id), kek_id])
 
 
-def new_data_key(keyring: Keyring, tenant_id: TenantId) -> WrappedDataKey:
-    """Make a fresh data key for ``tenant_id`` wrapped under the active deployment key."""
+def wrap_material(keyring: Keyring, tenant_id: TenantId, material: bytes) -> WrappedDataKey:
+    """Wrap data key ``material`` for ``tenant_id`` under the active deployment key (also used
+    to re-wrap a key under a newer deployment key or from another key provider)."""
+    if len(material) != KEY_SIZE:
+        raise ValueError(f"data key must be {KEY_SIZE} bytes")
     kek = keyring.active()
     nonce = os.urandom(NONCE_SIZE)
-    sealed = kek.aead().encrypt(nonce, secrets.token_bytes(KEY_SIZE), _wrap_aad(tenant_id, kek.id))
+    sealed = kek.aead().encrypt(nonce, material, _wrap_aad(tenant_id, kek.id))
     return WrappedDataKey(kek_id=kek.id, wrapped=nonce + sealed)
 
 
-def unwrap_data_key(
-    keyring: Keyring, wrapped: WrappedDataKey, tenant_id: TenantId, *, key_id: int
-) -> DataKey:
-    """Recover the data key; ``key_id`` is the id it is stored under (carried into ciphertexts)."""
+def new_data_key(keyring: Keyring, tenant_id: TenantId) -> WrappedDataKey:
+    """Make a fresh data key for ``tenant_id`` wrapped under the active deployment key."""
+    return wrap_material(keyring, tenant_id, secrets.token_bytes(KEY_SIZE))
+
+
+def unwrap_material(keyring: Keyring, wrapped: WrappedDataKey, tenant_id: TenantId) -> bytes:
+    """The raw data key inside ``wrapped``; UnwrapError when it does not open for the tenant."""
     try:
         kek = keyring.get(wrapped.kek_id)
     except KeyringError as exc:
         raise UnwrapError(str(exc)) from exc
     nonce, body = wrapped.wrapped[:NONCE_SIZE], wrapped.wrapped[NONCE_SIZE:]
     try:
-        material = kek.aead().decrypt(nonce, body, _wrap_aad(tenant_id, wrapped.kek_id))
+        return kek.aead().decrypt(nonce, body, _wrap_aad(tenant_id, wrapped.kek_id))
     except (InvalidTag, ValueError) as exc:
         raise UnwrapError(f"data key does not unwrap for tenant {_tenant(tenant_id)}") from exc
-    return DataKey(key_id, material)
+
+
+def unwrap_data_key(
+    keyring: Keyring, wrapped: WrappedDataKey, tenant_id: TenantId, *, key_id: int
+) -> DataKey:
+    """Recover the data key; ``key_id`` is the id it is stored under (carried into ciphertexts)."""
+    return DataKey(key_id, unwrap_material(keyring, wrapped, tenant_id))
 
 
 class DataKeyStore(Protocol):

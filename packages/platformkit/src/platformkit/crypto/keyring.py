@@ -27,7 +27,14 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-__all__ = ["FORMAT", "DeploymentKey", "Keyring", "KeyringError", "generate_keyring"]
+__all__ = [
+    "FORMAT",
+    "DeploymentKey",
+    "Keyring",
+    "KeyringError",
+    "generate_keyring",
+    "load_or_create_keyring",
+]
 
 FORMAT = "platformkit-keyring/v1"
 KEY_SIZE = 32
@@ -153,14 +160,16 @@ def _new_key(key_id: int) -> DeploymentKey:
 
 
 def _write(path: Path, doc: dict[str, Any], *, replace: bool) -> None:
+    """Write the keyring file whole: into a fresh 0600 temporary file in the same directory,
+    then ``os.replace`` (rotation) or ``os.link`` (creation) onto ``path``.
+
+    Linking fails with FileExistsError when ``path`` exists, so creation never overwrites a
+    keyring, and a reader never sees a created file before all of its content is there (an
+    ``O_EXCL`` open of ``path`` itself would show a concurrent reader an empty file).
+    """
     data = json.dumps(doc, indent=2).encode()
-    if replace:
-        # mkstemp creates the file 0600 with O_EXCL under a fresh name in the same directory,
-        # so the rename below is atomic and the new content is never readable by others.
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    else:
-        # O_EXCL: never overwrite an existing keyring; 0600 from the first moment.
-        fd, tmp = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), str(path)
+    # mkstemp creates the file 0600 with O_EXCL under a fresh name in the same directory.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             os.fchmod(fh.fileno(), 0o600)  # the umask may have left fewer bits; be exact
@@ -169,9 +178,10 @@ def _write(path: Path, doc: dict[str, Any], *, replace: bool) -> None:
             os.fsync(fh.fileno())
         if replace:
             os.replace(tmp, path)
-    except BaseException:
+        else:
+            os.link(tmp, path)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)  # make the new directory entry durable too
@@ -184,3 +194,22 @@ def generate_keyring(path: str | os.PathLike[str]) -> Keyring:
     keyring = Keyring([_new_key(1)], 1, Path(path))
     _write(Path(path), keyring._document(), replace=False)
     return keyring
+
+
+def load_or_create_keyring(path: str | os.PathLike[str]) -> Keyring:
+    """The keyring at ``path``, or a new one (0600, in a 0700 directory) when there is none.
+
+    Safe when several processes start at once on a fresh directory: exactly one creates the
+    file, atomically and whole; every other one reads what that one wrote.
+    """
+    path = Path(path)
+    try:
+        return Keyring.load(path)
+    except KeyringError:
+        if path.exists():  # a bad file, or one another process linked in since: read it again
+            return Keyring.load(path)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        return generate_keyring(path)
+    except FileExistsError:
+        return Keyring.load(path)  # another process created it first: use its keys

@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import pwd
+import socket
 import stat
 import subprocess
 import tempfile
@@ -101,6 +102,7 @@ class EmbeddedPostgres:
             if running_port is not None:
                 self.port = running_port
             else:
+                self._refuse_a_taken_port()
                 self._pg_ctl_start(timeout)
         self._wait_ready(timeout)
         return self.url()
@@ -278,13 +280,36 @@ class EmbeddedPostgres:
             return None
         return int(lines[3])
 
+    def _refuse_a_taken_port(self) -> None:
+        """Our server is not running, so whatever accepts on its port is someone else's: never
+        join it (and pg_ctl would only fail to bind)."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=2):
+                pass
+        except OSError:
+            return
+        raise EmbeddedPostgresError(self._not_ours("something else"))
+
+    def _not_ours(self, what: str) -> str:
+        return (
+            f"{what} listens on {self.host}:{self.port}, not the embedded PostgreSQL of "
+            f"{self.data_dir}; stop it or choose another port (PLATFORMKIT_PG_PORT)"
+        )
+
+    def _check_identity(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """The server answering on our port is ours only if it serves our data directory."""
+        row = conn.execute("SELECT current_setting('data_directory')").fetchone()
+        served = str(row[0]) if row else ""
+        if os.path.realpath(served) != os.path.realpath(self.data_dir):
+            raise EmbeddedPostgresError(self._not_ours(f"a PostgreSQL serving {served!r}"))
+
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
             try:
                 with psycopg.connect(self.url(), connect_timeout=2) as conn:
-                    conn.execute("SELECT 1")
+                    self._check_identity(conn)
                 return
             except psycopg.OperationalError as exc:
                 last = exc

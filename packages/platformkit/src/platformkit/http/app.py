@@ -19,7 +19,7 @@ from psycopg_pool import PoolTimeout
 from starlette.applications import Starlette
 
 from platformkit.gc_thresholds import tune_for_serving
-from platformkit.http.guard import DEFAULT_BODY_LIMIT, ProblemHook, RequestGuard
+from platformkit.http.guard import DEFAULT_BODY_LIMIT, ProblemHook, ProblemRenderer, RequestGuard
 from platformkit.http.handlers import database_outage_handler, exception_handlers
 from platformkit.http.health import Readiness, ReadinessCheck, healthz
 from platformkit.http.idempotency.capture import IdempotencyMiddleware
@@ -44,6 +44,7 @@ def install(
     body_limits: Mapping[str, int | None] | None = None,
     json_guard_exempt: Iterable[str] = (),
     guard_problem: ProblemHook | None = None,
+    guard_render: ProblemRenderer | None = None,
 ) -> Readiness:
     """Give ``app`` the kernel's middleware, error handling and operational routes.
 
@@ -57,7 +58,8 @@ def install(
     to the longest matching prefix's entry in ``body_limits``; JSON and form bodies outside the
     ``json_guard_exempt`` prefixes, and every path and query, are refused with a 422 naming
     the field when PostgreSQL could not store them. ``guard_problem`` turns the guard's
-    problems into the system's own.
+    problems into the system's own, and ``guard_render`` answers them (an HTML error page for
+    a dashboard's pages) instead of problem+json.
     """
     tune_for_serving()
     readiness = Readiness(readiness_checks, timeout=readiness_timeout)
@@ -76,6 +78,7 @@ def install(
         body_limits=body_limits,
         json_guard_exempt=tuple(json_guard_exempt),
         problem=guard_problem,
+        render=guard_render,
         router=app.router,
     )
     app.add_middleware(KernelMiddleware, metrics=http_metrics(registry))

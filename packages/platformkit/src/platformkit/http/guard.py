@@ -15,7 +15,9 @@ middleware (so its refusals carry a request id and are counted and logged):
    422 ``validation_failed`` naming the field. The screen needs no parse for a clean body
    (:func:`platformkit.boundedjson.may_hold_unstorable`); a suspect one is parsed bounded and
    walked to name the field. Accepted bodies are replayed to the app byte for byte. Form bodies
-   (``application/x-www-form-urlencoded``) get the checks of a query string. Routes under a
+   (``application/x-www-form-urlencoded``) get the checks of a query string; multipart ones
+   (``multipart/form-data``) the same for each part's name and value, and a part that is a file
+   upload is refused (no route of the three systems takes files). Routes under a
    ``json_guard_exempt`` prefix (agent ingest, batches that refuse one item alone) only get
    the size limit.
 3. **Path and query.** NUL, a lone surrogate or bad UTF-8 (after percent-decoding) in the path
@@ -30,10 +32,12 @@ pass through.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -42,14 +46,27 @@ from platformkit.http.handlers import field_error
 from platformkit.http.problems import ProblemError, ValidationFailed, problem_response
 from platformkit.storable import find_unstorable, unstorable_reason
 
-__all__ = ["DEFAULT_BODY_LIMIT", "ContentTooLarge", "ProblemHook", "RequestGuard"]
+__all__ = [
+    "DEFAULT_BODY_LIMIT",
+    "ContentTooLarge",
+    "ProblemHook",
+    "ProblemRenderer",
+    "RequestGuard",
+]
 
 DEFAULT_BODY_LIMIT = 1 << 20
 
 type ProblemHook = Callable[[ProblemError], ProblemError]
+type ProblemRenderer = Callable[[Request, ProblemError], Awaitable[Response]]
 
 _NOT_UTF8 = "is not valid UTF-8"
 _FORM = "application/x-www-form-urlencoded"
+_MULTIPART = b"multipart/form-data"
+_NO_FILES = "is a file upload; this route takes no files"
+_BOUNDARY = re.compile(rb'(?i);\s*boundary\s*=\s*(?:"([^"]{1,70})"|([^\s;]{1,70}))')
+_DISPOSITION_PARAM = re.compile(
+    rb'(?i);\s*(name|filename\*?)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))'
+)
 _PLACEHOLDER = re.compile(r"\{[^}/]*\}")
 
 
@@ -123,9 +140,11 @@ class RequestGuard:
         json_guard_exempt: Iterable[str] = (),
         max_depth: int = boundedjson.DEFAULT_MAX_DEPTH,
         problem: ProblemHook | None = None,
+        render: ProblemRenderer | None = None,
         router: Router | None = None,
     ) -> None:
         self.app = app
+        self._render = render
         self.body_limit = body_limit
         self._limits = dict(body_limits or {})
         self._limit_prefixes = _Prefixes(self._limits)
@@ -173,7 +192,12 @@ class RequestGuard:
         if isinstance(body, ProblemError):
             await self._refuse(body, scope, receive, send)
             return
-        problem = self._json_problem(body) if kind == "json" else _pairs_problem(body, "body")
+        if kind == "json":
+            problem = self._json_problem(body)
+        elif kind == "multipart":
+            problem = _multipart_problem(body, content_type)
+        else:
+            problem = _pairs_problem(body, "body")
         if problem is not None:
             await self._refuse(self._invalid([problem]), scope, receive, send)
             return
@@ -279,7 +303,10 @@ class RequestGuard:
     async def _refuse(
         self, error: ProblemError, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        await problem_response(error, scope["path"])(scope, receive, send)
+        if self._render is None:
+            await problem_response(error, scope["path"])(scope, receive, send)
+        else:  # the system's own answer, an HTML page for a browser's pages
+            await (await self._render(Request(scope), error))(scope, receive, send)
 
 
 def _bad_param(routes: Iterable[BaseRoute], scope: Scope) -> str | None:
@@ -312,7 +339,72 @@ def _body_kind(content_type: bytes) -> str | None:
         return "json"
     if media == _FORM.encode():
         return "form"
+    if media == _MULTIPART:
+        return "multipart"
     return None
+
+
+def _multipart_problem(body: bytes, content_type: bytes) -> dict[str, Any] | None:
+    """The first part of a ``multipart/form-data`` body that cannot be accepted: a name or value
+    that is not UTF-8 or holds what PostgreSQL cannot store, or a file upload. A body of UTF-8
+    without NUL that never says ``filename`` is passed without being split (the common case);
+    a suspect one is split to name the part, and refused as a whole if no part is to blame."""
+    text = b"\x00" not in body and _is_utf8(body)  # valid UTF-8 has no lone surrogate
+    if text and b"filename" not in body.lower():
+        return None
+    found = _BOUNDARY.search(content_type)
+    boundary = (found.group(1) or found.group(2)) if found else None
+    for name, filename, value in _parts(body, boundary) if boundary else ():
+        name_text, name_reason = _part_text(name)
+        if filename is not None:
+            return field_error(["body", name_text], _NO_FILES, "value_error")
+        reason = name_reason or _part_text(value)[1]
+        if reason is not None:
+            which = "name" if name_reason else "value"
+            return field_error(["body", name_text], f"{which} {reason}", "value_error")
+    if text:  # "filename" was a value's text
+        return None
+    return field_error(["body"], "is not multipart form data of UTF-8 text", "value_error")
+
+
+def _is_utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _parts(body: bytes, boundary: bytes) -> Iterable[tuple[bytes, bytes | None, bytes]]:
+    """Each part of a multipart body: its name, its filename (None: a plain field), its value."""
+    for chunk in body.split(b"--" + boundary)[1:]:
+        if chunk.startswith(b"--"):
+            return  # the closing delimiter
+        head, _, value = chunk.partition(b"\r\n\r\n")
+        name, filename = b"", None
+        for line in head.split(b"\r\n"):
+            key, _, rest = line.partition(b":")
+            if key.strip().lower() != b"content-disposition":
+                continue
+            for param in _DISPOSITION_PARAM.finditer(rest):
+                text = param.group(2) if param.group(2) is not None else param.group(3)
+                if param.group(1).lower() == b"name":
+                    name = text
+                else:
+                    filename = text
+        yield name, filename, value.removesuffix(b"\r\n")
+
+
+def _part_text(raw: bytes) -> tuple[str, str | None]:
+    """A part's name or value as text (bad bytes replaced, to name it) and why it cannot be
+    accepted, or None."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", "replace"), _NOT_UTF8
+    return text, unstorable_reason(text)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

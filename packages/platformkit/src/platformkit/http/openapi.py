@@ -7,13 +7,21 @@ may add specific statuses with :func:`problem_responses`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
 from platformkit.http.problems import PROBLEM_MEDIA_TYPE
 
-__all__ = ["OPERATIONAL_PATHS", "Problem", "operational_paths", "problem_responses"]
+__all__ = [
+    "OPERATIONAL_PATHS",
+    "Problem",
+    "document_routes_outside_fastapi",
+    "operational_paths",
+    "problem_responses",
+]
 
 OPERATIONAL_PATHS = ("/healthz", "/readyz", "/metrics")
 
@@ -64,3 +72,22 @@ def operational_paths() -> dict[str, Any]:
         "/readyz": get("The process can serve (its checks pass)", json_ok(ready), 503),
         "/metrics": get("Metrics", text),
     }
+
+
+def document_routes_outside_fastapi(
+    app: FastAPI, paths: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Make ``app``'s OpenAPI document hold the routes FastAPI does not see: the path items
+    ``paths(components)`` builds (plain Starlette routes, WebSockets as a GET answered 101), and
+    the kernel's operational routes. Built once, on first use, as FastAPI's own."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = generate()  # kept by FastAPI as openapi_schema: updated in place
+            extra = paths(document.setdefault("components", {})) | operational_paths()
+            for path, item in extra.items():  # beside FastAPI's operations on the same path
+                document["paths"].setdefault(path, {}).update(item)
+        return app.openapi_schema or {}
+
+    app.openapi = openapi  # type: ignore[method-assign]

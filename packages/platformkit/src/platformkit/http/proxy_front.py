@@ -22,9 +22,10 @@ import contextlib
 import ipaddress
 import logging
 import signal
+import ssl
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import h11
@@ -34,7 +35,11 @@ from platformkit.http.proxy_protocol import ProxyHeader, ProxyHeaderError, parse
 __all__ = [
     "Front",
     "FrontConfig",
+    "copy_stream",
+    "forward_requests",
+    "relay_upstream",
     "run_front",
+    "serve_connections",
     "serve_front",
     "start_front",
     "upstream_host",
@@ -63,6 +68,19 @@ class FrontConfig:
 
 async def serve_front(config: FrontConfig) -> Front:
     """Listen on ``config.listen``; each connection is relayed until either side ends it."""
+    return await serve_connections(
+        config.listen, lambda reader, writer: _relay(config, reader, writer)
+    )
+
+
+async def serve_connections(
+    listen: tuple[str, int],
+    relay: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    tls: ssl.SSLContext | None = None,
+) -> Front:
+    """Listen on ``listen`` (over TLS with a ``tls`` context); each connection runs ``relay``,
+    is one of the front's open connections meanwhile, and is closed after; a peer that hangs up
+    or speaks no HTTP ends only its own connection."""
     front = Front()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -70,17 +88,17 @@ async def serve_front(config: FrontConfig) -> Front:
         assert task is not None
         front.connections.add(task)
         try:
-            await _relay(config, reader, writer)
+            await relay(reader, writer)
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, h11.ProtocolError):
             pass
         finally:
             front.connections.discard(task)
             writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
+            with contextlib.suppress(OSError):  # ssl.SSLError and ConnectionError are OSErrors
                 await writer.wait_closed()
 
-    host, port = config.listen
-    front.server = await asyncio.start_server(handle, host, port)
+    host, port = listen
+    front.server = await asyncio.start_server(handle, host, port, ssl=tls)
     return front
 
 
@@ -117,9 +135,24 @@ async def _relay(
     except ProxyHeaderError as error:
         log.warning("refused a connection from %s: %s", peer[0], error)
         return
-    up_reader, up_writer = await asyncio.open_connection(*config.upstream)
-    responses = asyncio.create_task(_copy(up_reader, writer))
-    requests = asyncio.create_task(_forward_requests(reader, rest, up_writer, header))
+    hop = header.source[0].encode("ascii") if header.source else None
+    await relay_upstream(
+        config.upstream, reader, writer, rest, lambda r: _with_hop(r, hop, header.tls)
+    )
+
+
+async def relay_upstream(
+    upstream: tuple[str, int],
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    buffered: bytes,
+    rewrite: Callable[[h11.Request], h11.Request],
+) -> None:
+    """Relay a client's connection to ``upstream``: its requests (``buffered``, read already,
+    first) each through ``rewrite``, the answers back as they come, until either side ends."""
+    up_reader, up_writer = await asyncio.open_connection(*upstream)
+    responses = asyncio.create_task(copy_stream(up_reader, writer))
+    requests = asyncio.create_task(forward_requests(reader, buffered, up_writer, rewrite))
     try:
         # Either side ending ends the relay: a client that closed will read no more answers.
         await asyncio.wait({responses, requests}, return_when=asyncio.FIRST_COMPLETED)
@@ -142,20 +175,19 @@ async def _read_header(reader: asyncio.StreamReader) -> tuple[ProxyHeader, bytes
         buffer += chunk
 
 
-async def _copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def copy_stream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while chunk := await reader.read(_READ):
         writer.write(chunk)
         await writer.drain()
 
 
-async def _forward_requests(
+async def forward_requests(
     reader: asyncio.StreamReader,
     buffered: bytes,
     upstream: asyncio.StreamWriter,
-    header: ProxyHeader,
+    rewrite: Callable[[h11.Request], h11.Request],
 ) -> None:
-    """Each request of the connection, in order, with the forwarded hop appended; ends at EOF."""
-    hop = header.source[0].encode("ascii") if header.source else None
+    """Each request of the connection, in order, through ``rewrite``; ends at EOF."""
     closed = False
     while buffered or not closed:
         incoming = h11.Connection(h11.SERVER)  # one per request: we never answer through it
@@ -173,7 +205,7 @@ async def _forward_requests(
             if isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
                 return
             if isinstance(event, h11.Request):
-                event = _with_hop(event, hop, header.tls)
+                event = rewrite(event)
             upstream.write(outgoing.send(event) or b"")  # type: ignore[arg-type]
             await upstream.drain()
             if isinstance(event, h11.EndOfMessage):
@@ -218,15 +250,30 @@ def upstream_host(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0", "::") else host  # noqa: S104
 
 
-def _endpoint(text: str) -> tuple[str, int]:
+def endpoint(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``[v6]:PORT``) of a command line."""
     host, _, port = text.rpartition(":")
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
+def run_until_signalled(start: Callable[[], Awaitable[Front]]) -> None:
+    """Run the front ``start`` opens until SIGINT or SIGTERM, then close it."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with await start():
+            await stop.wait()
+
+    asyncio.run(main())
+
+
 def run_front(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m platformkit.http.proxy_front")
-    parser.add_argument("--listen", required=True, type=_endpoint, help="HOST:PORT to accept on")
-    parser.add_argument("--upstream", required=True, type=_endpoint, help="HOST:PORT of the app")
+    parser.add_argument("--listen", required=True, type=endpoint, help="HOST:PORT to accept on")
+    parser.add_argument("--upstream", required=True, type=endpoint, help="HOST:PORT of the app")
     parser.add_argument("--trusted", action="append", required=True, help="CIDR of a proxy")
     parser.add_argument("--header-timeout", type=float, default=5.0)
     args = parser.parse_args(argv)
@@ -237,16 +284,7 @@ def run_front(argv: Sequence[str] | None = None) -> None:
         header_timeout=args.header_timeout,
     )
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        async with await serve_front(config):
-            await stop.wait()
-
-    asyncio.run(main())
+    run_until_signalled(lambda: serve_front(config))
 
 
 if __name__ == "__main__":

@@ -28,10 +28,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from platformkit.http.drain import ENV as DRAIN_ENV
 from platformkit.http.drain import DrainPipe
+
+if TYPE_CHECKING:
+    from platformkit.http.tls_front import TlsFrontConfig
 from platformkit.http.logs import logging_config
 
 __all__ = ["Server", "import_path", "serve", "start_server"]
@@ -244,11 +247,14 @@ def serve(
     backpressure: int | None = None,
     drain_grace_s: float = 0.0,
     runtime_mode: str | None = None,
+    tls_front: TlsFrontConfig | None = None,
 ) -> int:
     """Serve until granian exits (SIGINT/SIGTERM to this process stop it); return its status.
 
     With ``proxy_listen``, a PROXY-protocol front (:mod:`platformkit.http.proxy_front`) also
     accepts connections there from the ``proxy_trusted`` networks and relays them to granian.
+    With ``tls_front``, a TLS front (:mod:`platformkit.http.tls_front`) listens at its
+    ``listen`` address and relays to granian (its ``upstream`` is set here).
     """
     server = start_server(
         target,
@@ -268,6 +274,14 @@ def serve(
         from platformkit.http.proxy_front import start_front, upstream_host
 
         front = start_front(proxy_listen, (upstream_host(host), port), proxy_trusted)
+    tls = None
+    if tls_front is not None:
+        from dataclasses import replace
+
+        from platformkit.http.proxy_front import upstream_host
+        from platformkit.http.tls_front import start_tls_front
+
+        tls = start_tls_front(replace(tls_front, upstream=(upstream_host(host), port)))
 
     # granian gets exactly one signal from us: its handler is not safe against a second one
     # arriving while it runs (the main process can hang on its own lock), and a second
@@ -296,7 +310,8 @@ def serve(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        if front is not None:
-            front.terminate()
-            front.wait()
+        for child in (front, tls):
+            if child is not None:
+                child.terminate()
+                child.wait()
         server.stop()

@@ -16,6 +16,10 @@ healthy replica takes over first. Bounds, with P = poll_interval and C = check_t
 - a holder host that disappears without closing its socket is dropped by the server after TCP
   keepalive detection (``keepalive_seconds``, ~11 s by default), then a follower takes over
   within P.
+
+C (5 s by default) stays below that detection, so a holder cut off from the server stops before
+a follower can take its keys; it is not shorter because a replica on a busy machine answers a
+check late without being gone, and each late answer would cost a leadership hand-over.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ class LeaderLoop:
         body: Body,
         *,
         poll_interval: float = 1.0,
-        check_timeout: float = 1.0,
+        check_timeout: float = 5.0,
         rejoin_delay: float | None = None,
         max_keys: int | None = None,
         on_gain: Callback | None = None,

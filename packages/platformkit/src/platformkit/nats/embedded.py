@@ -6,6 +6,8 @@ live under one directory so JetStream state survives a restart of the server.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import socket
@@ -55,12 +57,44 @@ class EmbeddedNats:
     def pid_file(self) -> Path:
         return self.store_dir / "nats-server.pid"
 
-    def _accepting(self) -> bool:
+    @property
+    def server_name(self) -> str:
+        """The name this store's server is started with, and asked for before it is used."""
+        digest = hashlib.sha256(str(self.store_dir.absolute()).encode()).hexdigest()[:16]
+        return f"platformkit-{digest}"
+
+    def _answer(self) -> str | None:
+        """The ``server_name`` of the NATS server on the port ("" when the listener is not a
+        NATS server), or None when nothing listens there."""
         try:
             with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
-                return sock.recv(4).startswith(b"INFO")
+                sock.settimeout(2)
+                first = sock.recv(4096)
+        except ConnectionRefusedError:
+            return None
         except OSError:
+            return ""
+        line = first.split(b"\r\n", 1)[0]
+        if not line.startswith(b"INFO "):
+            return ""
+        try:
+            info = json.loads(line[5:])
+        except ValueError:
+            return ""
+        return str(info.get("server_name", "")) if isinstance(info, dict) else ""
+
+    def _accepting(self) -> bool:
+        """Our server answers on the port; anything else there is an error, never joined."""
+        answer = self._answer()
+        if answer is None:
             return False
+        if answer != self.server_name:
+            what = f"NATS server {answer!r}" if answer else "something else"
+            raise EmbeddedNatsError(
+                f"{what} listens on {self.host}:{self.port}, not the embedded NATS of "
+                f"{self.store_dir}; stop it or choose another port (PLATFORMKIT_NATS_PORT)"
+            )
+        return True
 
     def running_pid(self) -> int | None:
         try:
@@ -72,7 +106,7 @@ class EmbeddedNats:
 
     def start(self, timeout: float = 20.0) -> str:
         """Start the server unless one already runs for this store; return its URL."""
-        if self.running_pid() is not None and self._accepting():
+        if self._accepting():
             return self.url
         self.store_dir.mkdir(parents=True, exist_ok=True)
         log = self.store_dir / "nats-server.log"
@@ -82,6 +116,8 @@ class EmbeddedNats:
             self.host,
             "-p",
             str(self.port),
+            "--server_name",
+            self.server_name,
             "-js",
             "-sd",
             str(self.store_dir / "jetstream"),

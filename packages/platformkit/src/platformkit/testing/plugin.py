@@ -13,6 +13,11 @@ Fixtures:
 - ``fresh_database``: an empty database for one test, dropped afterwards.
 - ``nats_url``: one embedded NATS JetStream server per test session.
 - ``chromium`` / ``page``: Debian's Chromium driven by Playwright.
+
+Order: a test module that takes minutes (real workers, browsers, end-to-end runs) says so with
+``pytestmark = pytest.mark.long_module``, and such modules run first. Two processes take a
+module at a time (``--dist loadfile``), so a long module started last would keep one of them
+busy while the other has nothing left to do.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +52,28 @@ CHROMIUM_ARGS = [
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "long_module: a module that takes minutes; such modules are run first"
+    )
     for name in [n for n in os.environ if n.startswith(SETTINGS)]:
         if not name.startswith(TEST_SETTINGS):
             del os.environ[name]
+    _property_test_settings()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long modules first, each module's tests in their own order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("long_module") is None)
+
+
+def _property_test_settings() -> None:
+    """Property tests judge what a rule answers, never how fast: hypothesis's default deadline
+    of 200 ms per example fails them on a busy machine. Under CI the examples are derived from
+    each test's name, so a run is repeatable; elsewhere they are random, to keep exploring."""
+    from hypothesis import settings  # a test dependency, as pytest is
+
+    settings.register_profile("platformkit", deadline=None, derandomize=bool(os.environ.get("CI")))
+    settings.load_profile("platformkit")
 
 
 @pytest.fixture(scope="session")
@@ -58,12 +82,25 @@ def pg_admin_url() -> Iterator[str]:
     if external:
         yield external
         return
-    root = Path(tempfile.mkdtemp(prefix="pk-pg-"))
-    server = EmbeddedPostgres(data_dir=root / "data", port=free_port(), fast=True)
+    yield from _embedded(
+        "embedded PostgreSQL",
+        "pk-pg-",
+        lambda root: EmbeddedPostgres(data_dir=root / "data", port=free_port(), fast=True),
+    )
+
+
+def _embedded(
+    what: str, prefix: str, make: Callable[[Path], EmbeddedPostgres | EmbeddedNats]
+) -> Iterator[str]:
+    """Start ``make(root)`` in a fresh temporary ``root`` and yield its URL; stop it and remove
+    the root afterwards. A server that cannot start skips the tests that need it (fails them
+    under CI)."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    server = make(root)
     try:
         url = server.start()
     except Exception as exc:
-        service_missing("embedded PostgreSQL", str(exc))
+        service_missing(what, str(exc))
     try:
         yield url
     finally:
@@ -85,17 +122,20 @@ def fresh_database(database_factory: DatabaseFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def nats_url() -> Iterator[str]:
-    root = Path(tempfile.mkdtemp(prefix="pk-nats-"))
-    server = EmbeddedNats(store_dir=root, port=free_port())
-    try:
-        url = server.start()
-    except Exception as exc:
-        service_missing("embedded NATS", str(exc))
-    try:
-        yield url
-    finally:
-        server.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from _embedded(
+        "embedded NATS", "pk-nats-", lambda root: EmbeddedNats(store_dir=root, port=free_port())
+    )
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """moto's S3 server for the session (``platformkit.testing.s3.S3Server``)."""
+    from platformkit.testing.s3 import S3Server
+
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")

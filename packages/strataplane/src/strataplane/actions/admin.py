@@ -6,8 +6,10 @@ The CLI holds the administrative URL; it acts as the system over the application
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from platformkit.db.pool import open_pool
@@ -18,9 +20,13 @@ from strataplane.actions import tenant_admins, users
 from strataplane.actions.audit import ChainCheck, verify_platform_chain, verify_tenant_chain
 from strataplane.actions.context import Services, system_ctx
 from strataplane.actions.sessions import resolve_tenant
+from strataplane.domain.audit_bucket import BucketInvalid, bucket_location
 from strataplane.settings import Settings
 from strataplane.store import tenants
 from strataplane.store import users as users_store
+
+if TYPE_CHECKING:
+    from strataplane.controllers.audit_bucket import TenantShipped
 
 
 @asynccontextmanager
@@ -75,3 +81,37 @@ async def verify_chains(admin_url: str, tenant: str | None, platform: bool) -> l
         for tenant_id in ids:
             checks.append(await verify_tenant_chain(conn, tenant_id))
     return checks
+
+
+async def ship_audit(
+    admin_url: str,
+    bucket_url: str,
+    tenants: list[str],
+    *,
+    batch: int,
+    follow: float | None,
+    report: Callable[[list[TenantShipped]], None],
+) -> list[TenantShipped]:
+    """Ship the audit chains of ``tenants`` (every tenant when empty) to ``bucket_url``
+    (``s3://bucket/prefix``, or any URL obstore opens; credentials from the AWS_ variables);
+    with ``follow``, a pass every ``follow`` seconds until interrupted. Each pass is reported."""
+    from obstore.exceptions import BaseError as ObstoreError
+    from obstore.store import from_url
+
+    from strataplane.controllers.audit_bucket import BucketShipper
+
+    try:
+        root, prefix = bucket_location(bucket_url)
+        store = from_url(root)
+    except (BucketInvalid, ObstoreError) as exc:
+        reason = " ".join(str(exc).split("Debug source")[0].split())
+        raise errors.InvalidInput(f"bucket: {reason}", field="bucket") from None
+    async with cli_services(admin_url) as services:
+        ids = [await resolve_tenant(services, t) for t in tenants] or None
+        shipper = BucketShipper(services.pool, store, prefix, batch=batch)
+        while True:
+            done = await shipper.run_once(ids)
+            report(done)
+            if follow is None:
+                return done
+            await asyncio.sleep(follow)

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from platformkit.db.scope import Conn
 
-from strataplane.actions.artifact_checks import check_artifacts
+from strataplane.actions.artifact_checks import check_artifacts, failed
 from strataplane.actions.fleet_rule import DesiredRule, load_rule
 from strataplane.render.artifacts import Artifact
 from strataplane.render.cache import supported_version
@@ -71,8 +71,10 @@ async def _refuse_invalid(
     updates: list[DesiredUpdate],
     rendered: dict[bytes, tuple[str, Artifact]],
 ) -> list[DesiredUpdate]:
-    """A render that fails the catalog schema of the agent's version is a failed render."""
-    versions = {i.id: i.version for i in inputs}
+    """A render that fails the catalog schema or the loader of the agent's version is a failed
+    render."""
+    # the catalog and the loader stand-in are Telegraf's; other kinds have no such level yet
+    versions = {i.id: i.version for i in inputs if i.kind == "telegraf"}
     wanted = {
         (u.artifact, v): rendered[u.artifact][1]
         for u in updates
@@ -84,8 +86,8 @@ async def _refuse_invalid(
     out = []
     for u in updates:
         v = versions.get(u.id)
-        result = checked.get((u.artifact, v)) if u.artifact is not None and v else None
-        out.append(replace(u, artifact=None) if result is not None and not result.ok else u)
+        results = checked.get((u.artifact, v), []) if u.artifact is not None and v else []
+        out.append(replace(u, artifact=None) if failed(results) is not None else u)
     return out
 
 

@@ -1,20 +1,24 @@
 """Enrollment: tokens that operators create (``spn_``, shown once), and the exchange of such a
-token for a per-agent credential (``spt_`` for Telegraf, shown once).
+token for a per-agent credential (``spt_`` for Telegraf, ``spv_`` for Vector, shown once).
 
 Enrolling creates or reuses the host (by name), sets its ``enrollment`` labels from the token,
 creates the agent instance (``approved_at`` NULL when the token requires approval) and its
 credential. An instance enrolling again under the same id gets a new credential; the old one
-is revoked. Modes ``class`` and ``pair`` are refused until they are built.
+is revoked. A Telegraf token of mode ``class`` is itself the shared credential of its members
+(agents/telegraf.md §7): joining creates the member (``external_id`` = its host name) and issues
+nothing. Mode ``pair`` is refused until it is built.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
-from platformkit.db.scope import platform_transaction, tenant_transaction
+from platformkit.db.scope import Conn, Pool, platform_transaction, tenant_transaction
 from platformkit.ids import uuid7
 from platformkit.tokens import InvalidTokenError, TokenFormat, mint_token, parse_token, sha256_hex
 
@@ -24,11 +28,32 @@ from strataplane.actions.context import Ctx, Services
 from strataplane.actions.fleet_inventory import relabel_host
 from strataplane.db import SCOPE
 from strataplane.domain.fleet_labels import LabelError, check_labels
-from strataplane.store import audit, fleet_agents, fleet_enrollment, fleet_hosts, fleet_notify
+from strataplane.store import (
+    audit,
+    fleet_agents,
+    fleet_elastic,
+    fleet_enrollment,
+    fleet_hosts,
+    fleet_notify,
+)
 from strataplane.store.fleet_enrollment import EnrollmentToken
 
 ENROLLMENT_FORMAT = TokenFormat.encoded("spn_", nbytes=32, encoding="base32", display_length=4)
 TELEGRAF_FORMAT = TokenFormat.encoded("spt_", nbytes=32, encoding="base32", display_length=4)
+VECTOR_FORMAT = TokenFormat.encoded("spv_", nbytes=32, encoding="base32", display_length=4)
+ELASTIC_FORMAT = TokenFormat.encoded("spe_", nbytes=32, encoding="base32", display_length=4)
+CREDENTIAL_FORMATS = {
+    "telegraf": TELEGRAF_FORMAT,
+    "vector": VECTOR_FORMAT,
+    "elastic-agent": ELASTIC_FORMAT,
+}
+
+
+class HasPool(Protocol):
+    """What enrolling needs of the process: its pool (the agents' front has no Services)."""
+
+    @property
+    def pool(self) -> Pool: ...
 
 
 @dataclass(frozen=True)
@@ -66,8 +91,17 @@ async def create_enrollment_token(
     max_uses: int | None = None,
     expires_at: datetime | None = None,
 ) -> CreatedEnrollmentToken:
-    if mode != "enroll" or agent_kind != "telegraf":
-        raise fe.UnsupportedMode("only mode enroll for telegraf is built so far", field="mode")
+    if mode == "class" and agent_kind != "telegraf":
+        raise fe.UnsupportedMode("mode class is for Telegraf only", field="mode")
+    if mode == "class" and requires_approval:
+        # members join by their first heartbeat; the class config serves every one of them
+        raise fe.UnsupportedMode("a class token cannot require approval", field="mode")
+    if mode not in ("enroll", "class") or agent_kind not in CREDENTIAL_FORMATS:
+        kinds = " and ".join(CREDENTIAL_FORMATS)
+        raise fe.UnsupportedMode(
+            f"only modes enroll (for {kinds}) and class (Telegraf) are built so far",
+            field="mode",
+        )
     checked = labels_or_422(labels or {}, "enrollment")
     minted = mint_token(ENROLLMENT_FORMAT)
     async with tenant_tx(ctx) as tx:
@@ -104,29 +138,53 @@ async def revoke_enrollment_token(ctx: Ctx, token_id: UUID) -> EnrollmentToken:
         token = await fleet_enrollment.revoke_token(tx.conn, tx.tenant_id, token_id)
         if token is None:
             raise fe.EnrollmentTokenNotFound()
+        if token.mode == "class":  # the agents' shared credential: every replica drops it
+            digest = await fleet_enrollment.hash_of(tx.conn, tx.tenant_id, token_id)
+            await fleet_notify.credentials_revoked(tx.conn, [digest] if digest else [])
         await tx.audit("enrollment_token.revoke", "enrollment_token", token_id)
     return token
 
 
+async def _check_replace_token(
+    conn: Conn, tenant_id: UUID, agent_id: UUID, given: str | None
+) -> None:
+    """An Elastic Agent id enrolled before is re-bound only with the replace_token it enrolled
+    with (as Fleet Server: no token then, or none now, or another one: 403)."""
+    stored = await fleet_elastic.replace_token_hash(conn, tenant_id, agent_id)
+    digest = hashlib.sha256(given.encode()).digest() if given else b""
+    if stored is None or not hmac.compare_digest(stored, digest):
+        raise fe.AgentNotReplaceable()
+
+
 async def enroll_agent(
-    services: Services,
+    services: Services | HasPool,
     token: str,
     *,
     instance_id: str,
     hostname: str,
     source_ip: str | None = None,
     agent_url: str,
+    kind: str = "telegraf",
+    replace_token: str | None = None,
 ) -> Enrolled:
     """Exchange an enrollment token for an agent credential (no user: the token is the proof)."""
     try:
         parse_token(ENROLLMENT_FORMAT, token)
     except InvalidTokenError:
         raise fe.EnrollmentRejected("malformed enrollment token") from None
-    async with platform_transaction(services.pool, SCOPE) as conn:
+    pool = services.pool
+    async with platform_transaction(pool, SCOPE) as conn:
         found = await fleet_enrollment.lookup(conn, bytes.fromhex(sha256_hex(token)))
     if found is None:
         raise fe.EnrollmentRejected()
-    async with tenant_transaction(services.pool, SCOPE, found.tenant_id) as conn:
+    if found.agent_kind != kind:
+        raise fe.EnrollmentRejected(f"this enrollment token enrolls {found.agent_kind} agents")
+    if found.mode == "class":
+        async with tenant_transaction(pool, SCOPE, found.tenant_id) as conn:
+            await check_tenant(conn, found.tenant_id)
+            member = await join_class(conn, found, hostname, source_ip, agent_url)
+        return Enrolled(found.tenant_id, member.id, member.host_id, hostname, token, True)
+    async with tenant_transaction(pool, SCOPE, found.tenant_id) as conn:
         await check_tenant(conn, found.tenant_id)
         if not await fleet_enrollment.take_use(conn, found.tenant_id, found.id):
             raise fe.EnrollmentRejected()
@@ -149,9 +207,14 @@ async def enroll_agent(
             )
         else:
             agent_id, approved = agent.id, agent.approved_at
+            if kind == "elastic-agent":
+                await _check_replace_token(conn, t, agent_id, replace_token)
+        if kind == "elastic-agent":
+            digest = hashlib.sha256(replace_token.encode()).digest() if replace_token else None
+            await fleet_elastic.set_replace_token(conn, t, agent_id, digest)
         await fleet_hosts.replace_labels(conn, t, host.id, "enrollment", dict(found.labels))
         await relabel_host(conn, t, host.id, agent_url)
-        minted = mint_token(TELEGRAF_FORMAT)
+        minted = mint_token(CREDENTIAL_FORMATS[kind])
         revoked = await fleet_agents.revoke_credentials(conn, t, agent_id)
         await fleet_notify.credentials_revoked(conn, revoked)
         await fleet_agents.insert_credential(
@@ -172,3 +235,51 @@ async def enroll_agent(
         )
         await audit.append(conn, t, event)
     return Enrolled(t, agent_id, host.id, instance_id, minted.plaintext, approved is not None)
+
+
+@dataclass(frozen=True)
+class ClassMember:
+    id: UUID
+    host_id: UUID
+
+
+async def join_class(
+    conn: Conn, token: EnrollmentToken, hostname: str, source_ip: str | None, agent_url: str
+) -> ClassMember:
+    """The member of class ``token`` on host ``hostname``, created (one use of the token) when
+    it is new. A Telegraf of that host enrolled another way is not taken over (401)."""
+    t = token.tenant_id
+    agent = await fleet_agents.find_agent(conn, t, "telegraf", hostname)
+    if agent is not None:
+        if agent.enrollment_token_id != token.id:
+            raise fe.EnrollmentRejected("this host's Telegraf is enrolled another way")
+        return ClassMember(agent.id, agent.host_id)
+    if not await fleet_enrollment.take_use(conn, t, token.id):
+        raise fe.EnrollmentRejected()
+    host = await fleet_hosts.ensure_host(conn, t, hostname, token.host_kind)
+    agent_id = uuid7()
+    await fleet_agents.insert_agent(
+        conn,
+        t,
+        agent_id,
+        host_id=host.id,
+        kind="telegraf",
+        external_id=hostname,
+        token_id=token.id,
+        approved_at=datetime.now(UTC),
+        ip=source_ip,
+    )
+    await fleet_hosts.replace_labels(conn, t, host.id, "enrollment", dict(token.labels))
+    await relabel_host(conn, t, host.id, agent_url)
+    details = {"enrollment_token": str(token.id), "host": hostname, "class": True}
+    event = audit.Event(
+        "agent",
+        str(agent_id),
+        "agent.enroll",
+        "agent_instance",
+        str(agent_id),
+        source_ip=source_ip,
+        details=details,
+    )
+    await audit.append(conn, t, event)
+    return ClassMember(agent_id, host.id)

@@ -44,6 +44,22 @@ class ZoneExists(Conflict):
     code, title = "network_zone.exists", "A zone with this CIDR exists"
 
 
+class AgentNotReplaceable(PermissionDenied):
+    code, title = "agent.not_replaceable", "existing agent cannot be replaced"
+
+
+class UnenrollUnsupported(InvalidInput):
+    code, title = "agent.unenroll_unsupported", "This agent kind has no UNENROLL action"
+
+
+class SettingsUnsupported(InvalidInput):
+    code, title = "agent.settings_unsupported", "This agent kind has no SETTINGS action"
+
+
+class AgentIdentity(PermissionDenied):
+    code, title = "agent.identity", "Agent header contains wrong identifier"
+
+
 class AgentNotApproved(PermissionDenied):
     code, title = "agent.not_approved", "The agent awaits approval"
 

@@ -22,11 +22,12 @@ from uuid import UUID
 
 from platformkit.db.scope import Conn
 
-from strataplane.actions.artifact_checks import check_artifacts, summary
+from strataplane.actions.artifact_checks import check_artifacts, failed, summary
 from strataplane.actions.rollouts import begin_rollout
+from strataplane.actions.secret_checks import Referrer, changed_secrets, secret_diagnostics
 from strataplane.domain.spec.diagnostics import Diagnostic
 from strataplane.render.artifacts import Artifact
-from strataplane.render.cache import supported_version
+from strataplane.render.cache import RENDERED_KINDS, supported_version
 from strataplane.render.service import RENDERER
 from strataplane.render.trees import parse_tree
 from strataplane.store import fleet_artifacts, fleet_notify, fleet_spec
@@ -42,7 +43,7 @@ __all__ = [
     "move_release",
 ]
 
-KINDS = ("telegraf",)
+KINDS = RENDERED_KINDS
 
 
 @dataclass
@@ -102,6 +103,8 @@ async def change_set_impact(
         }
     )
     after_id: UUID | None = None
+    secrets_changed = changed_secrets(base, after_tree)
+    referrers: list[Referrer] = []
     while True:
         batch = await render_inputs(conn, tenant_id, after=after_id, limit=5000)
         if not batch:
@@ -115,13 +118,16 @@ async def change_set_impact(
             after = RENDERER.render(tenant_id, after_tree, *args)
             old = before.artifact.hash if before.artifact else None
             new = after.artifact.hash if after.artifact else None
+            refs = after.artifact.secret_refs if after.artifact else ()
+            if refs and (old != new or secrets_changed.intersection(refs)):
+                referrers.append(Referrer(agent.id, agent.kind, agent.labels, refs))
             if old == new and after.artifact is not None:
                 continue
             for result in (before, after):
                 if result.artifact is not None:
                     rendered.setdefault(result.artifact.hash, (agent.kind, result.artifact))
             rows.append((agent.id, old, new))
-            if new is not None and agent.version is not None:
+            if new is not None and agent.version is not None and agent.kind == "telegraf":
                 targets.setdefault((new, agent.version), []).append(agent.id)
             _count(impact, agent.kind, agent.version, agent.labels)
             if not supported_version(agent.kind, agent.version):
@@ -134,7 +140,8 @@ async def change_set_impact(
                     Diagnostic("SP-5001", None, None, f"render failed: {detail}", str(agent.id))
                 )
     await RENDERER.store(conn, tenant_id, rendered)
-    impact.diagnostics += await _schema_level(conn, tenant_id, targets, rendered)
+    impact.diagnostics += await secret_diagnostics(conn, tenant_id, after_tree, referrers)
+    impact.diagnostics += await _artifact_levels(conn, tenant_id, targets, rendered)
     await fleet_artifacts.replace_impact(conn, tenant_id, change_set_id, rows)
     if not rows:
         msg = "the change set changes no agent's configuration"
@@ -142,25 +149,27 @@ async def change_set_impact(
     return impact
 
 
-async def _schema_level(
+async def _artifact_levels(
     conn: Conn,
     tenant_id: UUID,
     targets: Mapping[tuple[bytes, str], list[UUID]],
     rendered: Mapping[bytes, tuple[str, Artifact]],
 ) -> list[Diagnostic]:
-    """SP-5004 per (new artifact, agent version) that fails that version's catalog schema."""
+    """SP-5004 per (new artifact, agent version) that fails that version's catalog schema,
+    SP-5005 per one that Telegraf's loader (level ``sandbox``) refuses."""
     wanted = {pair: rendered[pair[0]][1] for pair in targets}
     checked = await check_artifacts(conn, tenant_id, wanted)
     found = []
     for (digest, version), agents in sorted(targets.items()):
-        result = checked.get((digest, version))
-        if result is None or result.ok:
+        result = failed(checked.get((digest, version), []))
+        if result is None:
             continue
         msg = (
             f"{result.validator}: {summary(result)}; {len(agents)} agent(s) of version "
             f"{version} would receive it (they keep their current configuration)"
         )
-        found.append(Diagnostic("SP-5004", None, None, msg, str(agents[0]), digest.hex()))
+        code = "SP-5004" if result.level == "schema" else "SP-5005"
+        found.append(Diagnostic(code, None, None, msg, str(agents[0]), digest.hex()))
     return found
 
 

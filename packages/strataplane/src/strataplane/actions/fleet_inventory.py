@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from platformkit.db.scope import Conn
+from platformkit.ids import uuid7
 
 from strataplane import authz
 from strataplane.actions import fleet_errors as fe
@@ -19,7 +20,7 @@ from strataplane.actions.access import TenantTx, tenant_tx
 from strataplane.actions.context import Ctx
 from strataplane.actions.fleet_desired import refresh_agents
 from strataplane.domain.fleet_labels import LabelError, check_labels
-from strataplane.store import fleet_agents, fleet_hosts, fleet_notify, fleet_zones
+from strataplane.store import fleet_agents, fleet_elastic, fleet_hosts, fleet_notify, fleet_zones
 from strataplane.store.fleet_agents import Agent
 from strataplane.store.fleet_hosts import Host
 
@@ -119,6 +120,23 @@ async def _agent(tx: TenantTx, agent_id: UUID, permission: str) -> Agent:
     return agent
 
 
+async def list_agents(
+    ctx: Ctx, where: fleet_agents.AgentFilter, *, after: UUID | None = None, limit: int = 100
+) -> tuple[list[Agent], UUID | None]:
+    """The agents matching ``where`` that the caller may read, by id, and the cursor of the
+    next page (None on the last one)."""
+    async with tenant_tx(ctx) as tx:
+        rows = await fleet_agents.search_agents(
+            tx.conn, tx.tenant_id, where, after=after, limit=limit
+        )
+        visible = [
+            agent
+            for agent, owner, labels in rows
+            if tx.decide("inventory.read", authz.Target(hosts=(authz.Host(owner, labels),))).allowed
+        ]
+    return visible, rows[-1][0].id if len(rows) == limit else None
+
+
 async def access_agent(ctx: Ctx, agent_id: UUID) -> Agent:
     async with tenant_tx(ctx) as tx:
         return await _agent(tx, agent_id, "inventory.read")
@@ -141,6 +159,41 @@ async def forget_agent(ctx: Ctx, agent_id: UUID) -> None:
         if detail is not None and not rest and not manual and detail.owner_team_id is None:
             await fleet_hosts.delete_host(tx.conn, tx.tenant_id, agent.host_id)
             await tx.audit("host.forget", "host", agent.host_id, {"name": detail.name})
+
+
+async def unenroll_agent(ctx: Ctx, agent_id: UUID) -> Agent:
+    """Queue an UNENROLL action for an Elastic Agent: delivered at its next check-in; its
+    acknowledgement revokes the agent's key (agents/elastic-agent.md §5)."""
+    async with tenant_tx(ctx) as tx:
+        agent = await _agent(tx, agent_id, "agent.manage")
+        if agent.kind != "elastic-agent":
+            raise fe.UnenrollUnsupported("only Elastic Agents take an UNENROLL action")
+        await fleet_elastic.add_action(
+            tx.conn, tx.tenant_id, agent_id, uuid7(), "UNENROLL", {}, ctx.user_id
+        )
+        await fleet_notify.agent_changed(tx.conn, tx.tenant_id, agent_id)
+        await tx.audit("agent.unenroll", "agent_instance", agent_id)
+    return agent
+
+
+async def change_agent_settings(ctx: Ctx, agent_id: UUID, log_level: str) -> Agent:
+    """Queue a SETTINGS action (the agent's log level) for an Elastic Agent; an older one not
+    yet acknowledged is superseded (agents/elastic-agent.md §5)."""
+    async with tenant_tx(ctx) as tx:
+        agent = await _agent(tx, agent_id, "agent.manage")
+        if agent.kind != "elastic-agent":
+            raise fe.SettingsUnsupported("only Elastic Agents take a SETTINGS action")
+        action_id = uuid7()
+        data = {"log_level": log_level}
+        await fleet_elastic.add_action(
+            tx.conn, tx.tenant_id, agent_id, action_id, "SETTINGS", data, ctx.user_id
+        )
+        await fleet_elastic.supersede_pending(
+            tx.conn, tx.tenant_id, agent_id, "SETTINGS", action_id
+        )
+        await fleet_notify.agent_changed(tx.conn, tx.tenant_id, agent_id)
+        await tx.audit("agent.settings", "agent_instance", agent_id, data)
+    return agent
 
 
 async def approve_agent(ctx: Ctx, agent_id: UUID) -> Agent:

@@ -12,9 +12,11 @@ counter 'audit'.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from strataplane import authz
 from strataplane.actions import fleet_hooks
 from strataplane.actions.access import tenant_tx
 from strataplane.actions.change_sets import (
@@ -35,7 +37,7 @@ from strataplane.domain.merge import Row
 from strataplane.domain.spec.canonical import parse
 from strataplane.domain.spec.index import index_columns
 from strataplane.domain.tree import apply_overlay, tree_hash
-from strataplane.store import blobs, counters, objects, revisions
+from strataplane.store import blobs, counters, fleet_artifacts, objects, revisions
 from strataplane.store import change_sets as store
 from strataplane.store.change_sets import NOW, ChangeSet
 from strataplane.store.objects import PathVersion, TreeEntry
@@ -248,3 +250,27 @@ async def change_set_file(ctx: Ctx, ref: Ref, path: str) -> tuple[ChangeSet, byt
     if content is None:
         raise FileNotFound(path=path)
     return cs, content
+
+
+async def blobs_of(ctx: Ctx, hashes: Iterable[bytes]) -> dict[bytes, bytes]:
+    """The contents of blobs of the tenant by hash (a rebase conflict names its sides so)."""
+    async with tenant_tx(ctx) as tx:
+        tx.require("spec.read")
+        return await blobs.get_blobs(tx.conn, tx.tenant_id, list(hashes)[:200])
+
+
+async def impacted_agents(ctx: Ctx, ref: Ref, *, limit: int = 500) -> list[dict[str, Any]]:
+    """The per-agent impact preview of an open change set (validation computes it): each
+    agent the caller may read whose artifact the change set changes, before and after."""
+    async with tenant_tx(ctx) as tx:
+        tx.require("spec.read")
+        cs = await load(tx, ref)
+        rows = await fleet_artifacts.impact_agents(tx.conn, tx.tenant_id, cs.id, limit)
+        return [
+            row
+            for row in rows
+            if tx.decide(
+                "inventory.read",
+                authz.Target(hosts=(authz.Host(row["owner"], dict(row["labels"])),)),
+            ).allowed
+        ]

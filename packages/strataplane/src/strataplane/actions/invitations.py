@@ -1,7 +1,8 @@
-"""Invitations (docs/decisions/0022): a tenant admin invites an existing user by id and learns
-nothing about the user; the user, signed in with any credential of their own, sees who invites
-them and becomes a member only by accepting. Removing the need for consent would let any
-tenant admin pull any account of the installation into their tenant and read its details.
+"""Invitations (docs/decisions/0022): a tenant admin invites an existing user by id (the
+console: by username or email, docs/decisions/0054) and learns nothing about the user; the
+user, signed in with any credential of their own, sees who invites them and becomes a member
+only by accepting. Removing the need for consent would let any tenant admin pull any account
+of the installation into their tenant and read its details.
 
 Audit (the tenant chain): ``invitation.create``, ``invitation.revoke`` by the admin;
 ``member.add`` (details.invitation) and ``invitation.decline`` by the invited user.
@@ -17,7 +18,7 @@ from platformkit.db.scope import platform_transaction, tenant_transaction
 from platformkit.ids import uuid7
 
 from strataplane import errors
-from strataplane.actions.access import check_tenant, tenant_tx
+from strataplane.actions.access import TenantTx, check_tenant, tenant_tx
 from strataplane.actions.context import Ctx, Principal
 from strataplane.db import SCOPE
 from strataplane.store import audit, invitations, members, users
@@ -33,13 +34,33 @@ async def invite_member(ctx: Ctx, user_id: UUID) -> Invitation:
         user = await users.get_user(tx.conn, user_id)
         if user is None or user.kind != "human":
             raise errors.UserNotFound(field="user_id")
-        if await members.get_member(tx.conn, tx.tenant_id, user_id) is not None:
-            raise errors.AlreadyMember(field="user_id")
-        expires = datetime.now(UTC) + VALID_FOR
-        invitation = await invitations.upsert_invitation(
-            tx.conn, tx.tenant_id, uuid7(), user_id, ctx.user_id, expires
-        )
-        await tx.audit("invitation.create", "invitation", invitation.id, {"user_id": str(user_id)})
+        return await _invite(tx, user_id)
+
+
+async def invite_by_login(ctx: Ctx, login: str) -> Invitation:
+    """Invite the person whose local username or email is ``login`` (the console's form: people
+    know each other by name, not by id); the same invitation, and consent, as by id."""
+    async with tenant_tx(ctx) as tx:
+        tx.require("tenant.admin")
+        found = await users.find_people(tx.conn, login.strip()) if login.strip() else []
+        if len(found) != 1:
+            detail = (
+                "several people share that email; give the username"
+                if found
+                else "no person of this installation has that username or email"
+            )
+            raise errors.InvalidInput(detail, field="login")
+        return await _invite(tx, found[0].id)
+
+
+async def _invite(tx: TenantTx, user_id: UUID) -> Invitation:
+    if await members.get_member(tx.conn, tx.tenant_id, user_id) is not None:
+        raise errors.AlreadyMember(field="user_id")
+    expires = datetime.now(UTC) + VALID_FOR
+    invitation = await invitations.upsert_invitation(
+        tx.conn, tx.tenant_id, uuid7(), user_id, tx.ctx.user_id, expires
+    )
+    await tx.audit("invitation.create", "invitation", invitation.id, {"user_id": str(user_id)})
     return invitation
 
 

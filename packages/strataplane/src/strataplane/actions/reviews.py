@@ -53,7 +53,9 @@ class HumanOnly(errors.StrataplaneError):
     code, status, title = "review.human_only", 403, "Reviews are made by people"
 
 
-async def _eligible(tx: TenantTx, reviewers: Iterable[UUID], target: authz.Target) -> set[str]:
+async def eligible_reviewers(
+    tx: TenantTx, reviewers: Iterable[UUID], target: authz.Target
+) -> set[str]:
     """Reviewers who may approve now: active human members whose bindings intersect."""
     found = set()
     for user_id in reviewers:
@@ -93,7 +95,7 @@ async def requirements(tx: TenantTx, cs: ChangeSet, changes: Changes) -> approva
     ]
     latest = approvals.latest_reviews(reviews, cs.digest)
     approving = [UUID(r.reviewer) for r in latest.values() if r.decision == "approve"]
-    eligible = await _eligible(tx, approving, changes.target)
+    eligible = await eligible_reviewers(tx, approving, changes.target)
     teams = await store_reviews.team_members(tx.conn, tx.tenant_id)
     # The impact of the last validation: its count, and the labels of the impacted agents'
     # hosts, which selector conditions and @hostOwners read

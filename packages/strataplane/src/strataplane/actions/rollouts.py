@@ -23,7 +23,7 @@ from strataplane.actions.context import Ctx
 from strataplane.domain.rollouts import plan_of
 from strataplane.render.service import RENDERER
 from strataplane.render.trees import SpecTree
-from strataplane.store import counters, fleet_notify, fleet_spec, rollouts
+from strataplane.store import counters, fleet_notify, fleet_spec, revisions, rollouts
 from strataplane.store.rollouts import Rollout, Stage
 
 __all__ = [
@@ -159,8 +159,12 @@ async def create_rollout(
 ) -> RolloutView:
     """An operator's rollout to a revision (a revert to an earlier one, or again after an
     abort), staged like a merge's."""
+    from strataplane.actions.change_sets import RevisionNotFound  # it imports this module
+
     async with tenant_tx(ctx) as tx:
         tx.require("rollout.manage")
+        if await revisions.get_revision(tx.conn, tx.tenant_id, to_revision) is None:
+            raise RevisionNotFound(f"this tenant has no revision {to_revision}")
         created = await begin_rollout(
             tx.conn, tx.tenant_id, kind, to_revision, ctx.user_id, policy=policy
         )

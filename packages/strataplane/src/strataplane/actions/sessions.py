@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from platformkit.db.scope import platform_transaction, tenant_transaction, transaction
+from platformkit.storable import unstorable_reason
 
 from strataplane import errors
 from strataplane.actions.access import check_tenant
@@ -40,10 +41,11 @@ def session_id(cookie: str) -> str:
     return hashlib.sha256(cookie.encode()).hexdigest()
 
 
-async def _bind(
+async def bind(
     services: Services, user: User, tenant_id: UUID | None, platform: bool, meta: Ctx
 ) -> NewSession:
-    """Create the session row, after checking the choice, and audit it in its chain."""
+    """Create the session row, after checking the choice, and audit it in its chain (local
+    and OIDC logins alike)."""
     cookie, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(24)
     expires = datetime.now(UTC) + timedelta(hours=services.settings.session_hours)
     data: dict[str, Any] = {
@@ -105,7 +107,7 @@ async def login(
         await _failed(services, meta, username, checked.user)
         raise errors.InvalidCredentials()
     await services.sign_in.success(services.pool, username)
-    return await _bind(services, checked.user, tenant_id, platform, meta)
+    return await bind(services, checked.user, tenant_id, platform, meta)
 
 
 async def _failed(services: Services, meta: Ctx, username: str, user: User | None) -> None:
@@ -147,7 +149,7 @@ async def choose(
         user = await users.get_user(conn, principal.user_id)
     if user is None or user.disabled_at is not None:
         raise errors.AuthRequired()
-    new = await _bind(services, user, tenant_id, platform, meta)
+    new = await bind(services, user, tenant_id, platform, meta)
     async with transaction(services.pool) as conn:
         await sessions.delete_session(conn, principal.session_id)
     return new
@@ -189,6 +191,8 @@ async def authenticate_session(services: Services, cookie: str) -> tuple[Princip
 
 async def resolve_tenant(services: Services, ref: str) -> UUID:
     """A tenant named by slug or id (tenant has no row-level security: slugs are public)."""
+    if unstorable_reason(ref) is not None or len(ref) > 200:  # no slug holds these
+        raise errors.TenantNotFound(field="tenant")
     async with transaction(services.pool) as conn:
         try:
             tenant = await tenants.get_tenant(conn, UUID(ref))

@@ -33,15 +33,24 @@ async def _team(tx: TenantTx, team_id: UUID) -> Team:
     return team
 
 
-async def create_team(ctx: Ctx, slug: str, display_name: str) -> Team:
+async def create_team(
+    ctx: Ctx, slug: str, display_name: str, *, external_id: str | None = None
+) -> Team:
+    """A local team, or with ``external_id`` (an OIDC group) an oidc team, whose members are
+    the people signing in with that group (docs/strataplane/sign-in.md)."""
     check_slug(slug)
     async with tenant_tx(ctx) as tx:
         tx.require("tenant.admin")
         try:
-            team = await teams.insert_team(tx.conn, tx.tenant_id, uuid7(), slug, display_name)
+            team = await teams.insert_team(
+                tx.conn, tx.tenant_id, uuid7(), slug, display_name, external_id
+            )
         except psycopg.errors.UniqueViolation:
             raise errors.TeamSlugTaken(field="slug") from None
-        await tx.audit("team.create", "team", team.id, {"slug": slug})
+        details = {"slug": slug, "source": team.source}
+        if external_id is not None:
+            details["external_id"] = external_id
+        await tx.audit("team.create", "team", team.id, details)
     return team
 
 

@@ -51,6 +51,7 @@ from strataplane.settings import Settings
 from strataplane.store import bindings, blobs, members, objects, operations, tokens
 from strataplane.store import change_sets as store
 from strataplane.store import reviews as store_reviews
+from strataplane.store import secrets as secret_store
 from strataplane.store.operations import Operation
 
 TASK = "change_set.validate"
@@ -194,7 +195,11 @@ async def _check(tx: TenantTx, snap: _Snapshot) -> tuple[list[Diagnostic], dict[
         else:
             tree[path] = written[blob]
     context = TreeContext(
-        teams=frozenset(teams), changed_paths=frozenset(snap.overlay), base_paths=frozenset(base)
+        teams=frozenset(teams),
+        changed_paths=frozenset(snap.overlay),
+        base_paths=frozenset(base),
+        secrets_with_versions=await secret_store.names_with_versions(tx.conn, tx.tenant_id),
+        secrets_with_values=frozenset(await secret_store.current_versions(tx.conn, tx.tenant_id)),
     )
     checked = validate_tree(tree, context)
     bundles = await CATALOG.all_bundles(tx.conn, "telegraf")

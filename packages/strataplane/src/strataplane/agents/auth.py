@@ -1,5 +1,8 @@
 """Agent credentials on the hot path: ``Authorization: Bearer spt_...`` (Telegraf 1.39+,
-TELEGRAF_CONTROLLER_TOKEN, and outputs.heartbeat) or ``Token spt_...`` (INFLUX_TOKEN).
+TELEGRAF_CONTROLLER_TOKEN, and outputs.heartbeat) or ``Token spt_...`` (INFLUX_TOKEN), and
+``Bearer spv_...`` (Vector's http provider and heartbeat sink), ``ApiKey spe_...`` (Elastic
+Agent, handed over by agents/elastic.py). Each endpoint checks that the credential's agent is of
+its kind.
 
 Lookups by sha256 are cached for ``ttl`` seconds, unknown hashes too (briefly), so a poll costs
 no database round trip; concurrent misses share one query (agents/coalesce.py). A revocation
@@ -22,7 +25,8 @@ from strataplane.agents.coalesce import Coalescer
 from strataplane.db import SCOPE
 from strataplane.store import fleet_agents
 
-_PREFIX = "spt_"
+_PREFIXES = ("spt_", "spv_", "spe_")
+_PREFIX_LENGTH = 4
 _BODY = 52  # 32 bytes in unpadded base32
 _NEGATIVE_TTL = 5.0
 
@@ -39,9 +43,9 @@ def credential_of(header: str | None) -> str | None:
         return None
     scheme, _, token = header.partition(" ")
     token = token.strip()
-    if scheme.lower() not in ("bearer", "token") or not token.startswith(_PREFIX):
+    if scheme.lower() not in ("bearer", "token") or not token.startswith(_PREFIXES):
         return None
-    return token if len(token) == len(_PREFIX) + _BODY else None
+    return token if len(token) == _PREFIX_LENGTH + _BODY else None
 
 
 type Network = ipaddress.IPv4Network | ipaddress.IPv6Network

@@ -1,9 +1,9 @@
 """Batched writes of the agent endpoints: polls mark agents seen, GETs record what was
-served, heartbeats carry reports. All are queued in memory and written every ``interval``
-seconds, one transaction per tenant, a few statements per batch however many agents
-reported. A batch that meets a deadlock twice, a lost connection or a busy pool goes back to
-the queues and is written with the next one; a crash
-loses at most one interval of reports, which the next heartbeat repeats.
+served, heartbeats and quiet Elastic Agent check-ins carry reports. All are queued in memory
+and written every ``interval`` seconds, one transaction per tenant, a few statements per batch
+however many agents reported. A batch that meets a deadlock twice, a lost connection or a
+busy pool goes back to the queues and is written with the next one; a crash loses at most one
+interval of reports, which the next heartbeat (or check-in) repeats.
 
 Items are checked before they are queued (agents/heartbeat.py), so a statement should never
 fail on what an agent sent; if one does, the tenant's batch is written again one agent at a
@@ -22,6 +22,8 @@ from uuid import UUID
 import psycopg
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 
+from strataplane.agents.elastic_batch import write_checkins
+from strataplane.agents.elastic_report import CheckinReport
 from strataplane.agents.heartbeat import Heartbeat, fold
 from strataplane.db import SCOPE
 from strataplane.store import fleet_notify, fleet_reports, fleet_serving
@@ -38,6 +40,7 @@ class _Batch:
     seen: list[tuple[UUID, datetime, str | None]] = field(default_factory=list)
     beats: list[Heartbeat] = field(default_factory=list)
     served: list[tuple[UUID, bytes, datetime]] = field(default_factory=list)
+    checkins: list[CheckinReport] = field(default_factory=list)
 
 
 def _per_agent(batch: _Batch) -> dict[UUID, _Batch]:
@@ -49,6 +52,8 @@ def _per_agent(batch: _Batch) -> dict[UUID, _Batch]:
         split.setdefault(hb.agent_id, _Batch()).beats.append(hb)
     for served in batch.served:
         split.setdefault(served[0], _Batch()).served.append(served)
+    for report in batch.checkins:
+        split.setdefault(report.agent_id, _Batch()).checkins.append(report)
     return split
 
 
@@ -60,7 +65,11 @@ class Batcher:
         self._seen: dict[UUID, tuple[UUID, datetime, str | None]] = {}
         self._beats: dict[UUID, tuple[UUID, Heartbeat]] = {}
         self._served: dict[UUID, tuple[UUID, bytes, datetime]] = {}
+        self._checkins: dict[UUID, tuple[UUID, CheckinReport]] = {}
         self._task: asyncio.Task[None] | None = None
+        # One flush at a time: a flush asked for (a test, stop) returns only once what was
+        # queued before it is written, even when the periodic flush had taken it first.
+        self._lock = asyncio.Lock()
 
     def seen(self, tenant_id: UUID, agent_id: UUID, ip: str | None) -> None:
         self._seen[agent_id] = (tenant_id, datetime.now(UTC), ip)
@@ -68,11 +77,18 @@ class Batcher:
     def served(self, tenant_id: UUID, agent_id: UUID, artifact: bytes) -> None:
         self._served[agent_id] = (tenant_id, artifact, datetime.now(UTC))
 
+    def checkin(self, tenant_id: UUID, report: CheckinReport, ip: str | None) -> None:
+        """A quiet Elastic Agent check-in (agents/elastic_quiet.py); the latest one of an agent
+        is written."""
+        self._seen[report.agent_id] = (tenant_id, report.at, ip)
+        self._checkins[report.agent_id] = (tenant_id, report)
+
     def heartbeat(self, tenant_id: UUID, hb: Heartbeat, ip: str | None) -> None:
         self.seen(tenant_id, hb.agent_id, ip)
         queued = self._beats.get(hb.agent_id)
         if queued is not None:  # keep every log line, the latest of everything else
             hb.logs = [*queued[1].logs, *hb.logs][-fleet_reports.LOGS_KEPT :]
+            hb.reload_error = hb.reload_error or queued[1].reload_error
         self._beats[hb.agent_id] = (tenant_id, hb)
 
     async def start(self) -> None:
@@ -80,7 +96,8 @@ class Batcher:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
+            async with self._lock:  # never cancel a batch half written: it would be lost
+                self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.flush()
@@ -94,9 +111,14 @@ class Batcher:
                 log.exception("fleet batch write failed")
 
     async def flush(self) -> None:
+        async with self._lock:
+            await self._flush()
+
+    async def _flush(self) -> None:
         seen, self._seen = self._seen, {}
         beats, self._beats = self._beats, {}
         served, self._served = self._served, {}
+        checkins, self._checkins = self._checkins, {}
         batches: dict[UUID, _Batch] = {}
         for agent_id, (tenant_id, ts, ip) in seen.items():
             batches.setdefault(tenant_id, _Batch()).seen.append((agent_id, ts, ip))
@@ -104,6 +126,8 @@ class Batcher:
             batches.setdefault(tenant_id, _Batch()).beats.append(hb)
         for agent_id, (tenant_id, artifact, ts) in served.items():
             batches.setdefault(tenant_id, _Batch()).served.append((agent_id, artifact, ts))
+        for tenant_id, report in checkins.values():
+            batches.setdefault(tenant_id, _Batch()).checkins.append(report)
         for tenant_id, batch in batches.items():
             if not await self._write_batch(tenant_id, batch):
                 for agent_id, item in _per_agent(batch).items():  # isolate the failing item
@@ -134,6 +158,8 @@ class Batcher:
         async with tenant_transaction(self._pool, SCOPE, tenant_id) as conn:
             ids = {a for a, _ts, _ip in batch.seen} | {a for a, _r, _t in batch.served}
             await fleet_serving.lock_agents(conn, tenant_id, list(ids))
+            # before the seen times move: a report older than the last check-in is skipped
+            await write_checkins(conn, tenant_id, batch.checkins)
             await self._write_served(conn, tenant_id, batch.served)
             await self._write(conn, tenant_id, batch.seen, batch.beats)
 
@@ -144,6 +170,8 @@ class Batcher:
             self._seen.setdefault(agent_id, (tenant_id, ts, ip))
         for agent_id, artifact, ts in batch.served:
             self._served.setdefault(agent_id, (tenant_id, artifact, ts))
+        for report in batch.checkins:
+            self._checkins.setdefault(report.agent_id, (tenant_id, report))
         for hb in batch.beats:
             newer = self._beats.get(hb.agent_id)
             if newer is None:

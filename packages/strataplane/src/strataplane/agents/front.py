@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from platformkit.http import InternalError, ProblemError, problem_response
@@ -37,10 +37,11 @@ class ClientGone(Exception):
 class AgentRequest:
     """The parts of a request the agent endpoints use."""
 
-    __slots__ = ("_receive", "headers", "method", "peer")
+    __slots__ = ("_receive", "headers", "method", "path", "peer")
 
     def __init__(self, scope: Scope, receive: Receive) -> None:
         self.method: str = scope["method"]
+        self.path: str = scope["path"]
         # names arrive lower-cased; for a repeated header the last value wins
         self.headers: dict[bytes, bytes] = dict(scope["headers"])
         client = scope.get("client")
@@ -82,32 +83,55 @@ type Handler = Callable[[FleetRuntime, AgentRequest], Awaitable[Reply]]
 class Endpoint:
     methods: frozenset[str]
     handler: Handler
+    route: str = ""  # the path template, for metrics; set by AgentFront
+
+
+_ID = "{id}"
 
 
 class AgentFront:
-    """Serves ``endpoints`` (by exact path) with the runtime at ``state.fleet``."""
+    """Serves ``endpoints`` (by exact path, or a path with one ``{id}`` segment) with the
+    runtime at ``state.fleet``."""
 
     def __init__(
         self, state: State, endpoints: Mapping[str, Endpoint], metrics: HttpMetrics
     ) -> None:
         self._state = state
-        self._endpoints = dict(endpoints)
+        self._endpoints = {p: e for p, e in endpoints.items() if _ID not in p}
+        self._templates: list[tuple[str, str, Endpoint]] = []
+        for p, e in endpoints.items():
+            if _ID in p:
+                head, tail = p.split(_ID, 1)
+                self._templates.append((head, tail, replace(e, route=p)))
+        self._all = dict(endpoints)
         self._metrics = metrics
 
     @property
     def endpoints(self) -> Mapping[str, Endpoint]:
-        return self._endpoints
+        return self._all
 
     def route(self, scope: Scope) -> Endpoint | None:
         """The endpoint of an agent request, None for any other request."""
-        return self._endpoints.get(scope["path"]) if scope["type"] == "http" else None
+        if scope["type"] != "http":
+            return None
+        path: str = scope["path"]
+        found = self._endpoints.get(path)
+        if found is not None or not self._templates:
+            return found
+        for head, tail, endpoint in self._templates:
+            if path.startswith(head) and path.endswith(tail):
+                middle = path[len(head) : len(path) - len(tail)]
+                if middle and "/" not in middle:
+                    return endpoint
+        return None
 
     async def serve(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = await self._answer(endpoint, scope, receive, send)
         if status:
             elapsed = time.perf_counter() - started
-            self._metrics.observe(scope["method"], scope["path"], status, elapsed)
+            route = endpoint.route or scope["path"]
+            self._metrics.observe(scope["method"], route, status, elapsed)
 
     async def _answer(self, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send) -> int:
         """Answer the request; its status, or 0 when the client left before it was read."""

@@ -45,6 +45,9 @@ class Heartbeat:
     report: Report
     facts: dict[str, Any]
     logs: list[LogRow] = field(default_factory=list)
+    # the agent reported that it refused to load its configuration: the out_of_sync reason
+    # (Vector: restart_required, reload_failed); Telegraf exits instead
+    reload_error: str | None = None
 
 
 def _int(value: object) -> int:
@@ -162,6 +165,13 @@ def fold(row: ReportRow, hb: Heartbeat, known: set[bytes]) -> tuple[ReportUpdate
         sync, reason = "in_sync", None
     elif sync == "in_sync":
         sync, reason = "updating", None
+    if (
+        hb.reload_error is not None
+        and sync != "render_error"
+        and applied != row.desired_artifact
+        and row.served_artifact == row.desired_artifact
+    ):
+        sync, reason = "out_of_sync", hb.reload_error
     update = ReportUpdate(
         row.id,
         hb.received_at,

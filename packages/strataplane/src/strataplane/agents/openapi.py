@@ -13,7 +13,13 @@ from typing import Any, Literal
 from platformkit.http import problem_responses
 from pydantic import BaseModel, ConfigDict, Field
 
+from strataplane.agents.elastic import ACKS_PATH as ELASTIC_ACKS
+from strataplane.agents.elastic import CHECKIN_PATH as ELASTIC_CHECKIN
+from strataplane.agents.elastic import ENROLL_PATH as ELASTIC_ENROLL
 from strataplane.agents.telegraf import CONFIG_PATH, HEARTBEAT_PATH, MAX_HEARTBEAT
+from strataplane.agents.vector import CONFIG_PATH as VECTOR_CONFIG
+from strataplane.agents.vector import HEARTBEAT_PATH as VECTOR_HEARTBEAT
+from strataplane.agents.vector import MAX_HEARTBEAT as VECTOR_MAX
 from strataplane.domain.hostnames import MAX_HOST_NAME
 
 
@@ -57,7 +63,8 @@ _AGENT_SECURITY: list[dict[str, list[str]]] = [{"agentCredential": []}]
 _SECURITY_SCHEME = {
     "type": "http",
     "scheme": "bearer",
-    "description": "The agent's spt_ credential (also accepted as `Authorization: Token spt_...`).",
+    "description": "The agent's spt_ credential (also accepted as `Authorization: Token spt_...`)"
+    " or spv_ credential (Vector).",
 }
 _LAST_MODIFIED = {"Last-Modified": {"schema": {"type": "string"}}}
 
@@ -70,7 +77,8 @@ def _config(head: bool) -> dict[str, Any]:
     ok: dict[str, Any] = {"description": "As GET, without a body.", "headers": _LAST_MODIFIED}
     if not head:
         toml = {"application/toml": {"schema": {"type": "string"}}}
-        ok = {"description": "The agent's desired artifact.", "headers": _LAST_MODIFIED}
+        what = "The agent's desired artifact (with a class token: the class's, telegraf.md §7)."
+        ok = {"description": what, "headers": _LAST_MODIFIED}
         ok["content"] = toml
     return {
         "tags": ["agents"],
@@ -93,6 +101,12 @@ def agent_paths(components: dict[str, Any]) -> dict[str, Any]:
             schemas.setdefault(name, sub)
         schemas[model.__name__] = found
     components.setdefault("securitySchemes", {})["agentCredential"] = _SECURITY_SCHEME
+    components["securitySchemes"]["fleetApiKey"] = {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "`ApiKey <key>`: the enrollment token to enroll, then the spe_ access key.",
+    }
     heartbeat = {
         "tags": ["agents"],
         "summary": "Telegraf outputs.heartbeat",
@@ -117,4 +131,98 @@ def agent_paths(components: dict[str, Any]) -> dict[str, Any]:
     return {
         CONFIG_PATH: {"get": _config(head=False), "head": _config(head=True)},
         HEARTBEAT_PATH: {"post": heartbeat},
+        **_vector_paths(),
+        **_fleet_paths(),
     }
+
+
+def _fleet_paths() -> dict[str, Any]:
+    """Elastic Agent's Fleet Server endpoints (agents/elastic.py); errors in Fleet's shape."""
+    fleet_error = {
+        "description": "Refused: Fleet Server's error body.",
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "statusCode": {"type": "integer"},
+                        "error": {"type": "string"},
+                        "message": {"type": "string"},
+                    },
+                }
+            }
+        },
+    }
+    obj = {"application/json": {"schema": {"type": "object"}}}
+
+    busy = {
+        **fleet_error,
+        "description": "Busy: too many check-in rounds wait on this worker; retry later.",
+        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+    }
+
+    def op(name: str, summary: str, gated: bool = True) -> dict[str, Any]:
+        return {
+            "tags": ["agents"],
+            "summary": summary,
+            "operationId": name,
+            "security": [{"fleetApiKey": []}],
+            "requestBody": {"required": True, "content": obj},
+            "responses": {
+                "200": {"description": "As fleet-server's model/openapi.yml.", "content": obj},
+                **{str(s): fleet_error for s in (400, 401, 403, 413)},
+                **({"503": busy} if gated else {}),
+            },
+        }
+
+    return {
+        ELASTIC_ENROLL: {
+            "post": op("fleet_enroll", "Enroll an Elastic Agent (enrollment key)", gated=False)
+        },
+        ELASTIC_CHECKIN: {"post": op("fleet_checkin", "Elastic Agent check-in (long poll)")},
+        ELASTIC_ACKS: {"post": op("fleet_acks", "Elastic Agent action acknowledgements")},
+    }
+
+
+def _vector_paths() -> dict[str, Any]:
+    toml = {"application/toml": {"schema": {"type": "string"}}}
+    config = {
+        "tags": ["agents"],
+        "summary": "Vector's http provider URL",
+        "description": "The whole configuration on every poll; Vector reloads what differs.",
+        "operationId": "vector_config_get",
+        "security": _AGENT_SECURITY,
+        "responses": {
+            "200": {"description": "The agent's desired artifact.", "content": toml},
+            **_problems(401, 403, 503),
+        },
+    }
+    heartbeat = {
+        "tags": ["agents"],
+        "summary": "The rendered heartbeat sink of Vector",
+        "operationId": "vector_heartbeat",
+        "security": _AGENT_SECURITY,
+        "parameters": [
+            {
+                "name": name,
+                "in": "header",
+                "required": name.endswith("Instance-Id"),
+                "description": what,
+                "schema": {"type": "string"},
+            }
+            for name, what in (
+                ("X-Strataplane-Config-Hash", "The applied artifact's hash (hex)."),
+                ("X-Strataplane-Instance-Id", "The instance id the agent enrolled with."),
+            )
+        ],
+        "requestBody": {
+            "required": True,
+            "description": (
+                f"Newline-delimited JSON events (internal_metrics and WARN/ERROR internal_logs),"
+                f" at most {VECTOR_MAX} bytes and 1000 events, each nested at most 32 deep."
+            ),
+            "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+        },
+        "responses": {"200": {"description": "Queued."}, **_problems(401, 405, 413, 422)},
+    }
+    return {VECTOR_CONFIG: {"get": config}, VECTOR_HEARTBEAT: {"post": heartbeat}}

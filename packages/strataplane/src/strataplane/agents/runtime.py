@@ -10,15 +10,21 @@ import logging
 from uuid import UUID
 
 from platformkit.db.scope import Conn, Pool, tenant_transaction
+from platformkit.http.egress import networks
 from psycopg import AsyncConnection
 from starlette.applications import Starlette
+from starlette.datastructures import State
 
 from strataplane.actions.fleet_desired import refresh_agents
 from strataplane.actions.fleet_inventory import relabel_host
 from strataplane.agents.auth import AgentIdentity, CredentialCache, client_address
 from strataplane.agents.batch import Batcher
+from strataplane.agents.checkin_gate import CheckinGate
+from strataplane.agents.crls import CrlCache
+from strataplane.agents.elastic_quiet import QuietAgents
 from strataplane.agents.settings import FleetSettings
 from strataplane.agents.state import ArtifactBytes, StateCache
+from strataplane.agents.telegraf_class import ClassTokens
 from strataplane.controllers.fleet_loop import FleetControllers
 from strataplane.db import SCOPE
 from strataplane.store import fleet_notify, fleet_serving, fleet_zones
@@ -32,13 +38,18 @@ class FleetRuntime:
         self.pool, self.settings = pool, settings
         self.credentials = CredentialCache(pool, settings.credential_ttl)
         self.states = StateCache(pool, settings.state_ttl)
+        self.classes = ClassTokens(pool, settings.credential_ttl)
         self.artifacts = ArtifactBytes(pool)
+        self.crls = CrlCache(networks(settings.egress_allow), settings.crl_min_refresh)
+        self.checkins = CheckinGate(settings.elastic_rounds, settings.elastic_queue)
+        self.quiet = QuietAgents()
         self.batcher = Batcher(
             pool, settings.flush_interval, relabel=self._relabel, rerender=self._rerender
         )
         self.controllers = FleetControllers(pool, settings, shards)
         self._proxies = [ipaddress.ip_network(c, strict=False) for c in settings.proxy_from]
         self._listener: asyncio.Task[None] | None = None
+        self.app_state = State()  # the app's state (services: the keyring for secrets)
 
     async def start(self) -> None:
         await self.batcher.start()
@@ -108,6 +119,9 @@ class FleetRuntime:
                     await conn.execute(f"LISTEN {fleet_notify.CHANNEL}")
                     self.states.clear()  # notices may have been missed while disconnected
                     self.credentials.clear()
+                    self.classes.clear()
+                    self.quiet.clear()
+                    self.checkins.wake_all()
                     async for notice in conn.notifies():
                         self._on_notice(notice.payload)
             except asyncio.CancelledError:
@@ -122,13 +136,20 @@ class FleetRuntime:
             if kind == "agent":
                 tenant, agent = rest.split(":", 1)
                 self.states.invalidate_agent(UUID(tenant), UUID(agent))
+                self.quiet.agent_changed(UUID(tenant), UUID(agent))
+                self.checkins.wake_agent(UUID(tenant), UUID(agent))
             elif kind == "agents":
                 tenant, first, last = rest.split(":", 2)
                 self.states.invalidate_range(UUID(tenant), UUID(first), UUID(last))
+                self.quiet.range_changed(UUID(tenant), UUID(first), UUID(last))
+                self.checkins.wake_range(UUID(tenant), UUID(first), UUID(last))
             elif kind == "tenant":
                 self.states.invalidate_tenant(UUID(rest))
+                self.quiet.tenant_changed(UUID(rest))
+                self.checkins.wake_tenant(UUID(rest))
             elif kind == "credential":
                 self.credentials.revoke(rest)
+                self.classes.revoke(rest)
             elif kind == "served":
                 tenant, artifact, agents = rest.split(":", 2)
                 digest = bytes.fromhex(artifact)
@@ -147,6 +168,7 @@ async def start_fleet(app: Starlette, pool: Pool, shards: int) -> FleetRuntime:
     settings = getattr(state, "fleet_settings", None) or FleetSettings()
     state.fleet_settings = settings
     runtime = FleetRuntime(pool, settings, shards)
+    runtime.app_state = state
     await runtime.start()
     state.fleet = runtime
     return runtime

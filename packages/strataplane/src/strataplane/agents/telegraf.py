@@ -8,7 +8,8 @@
 - ``POST /agents/telegraf/heartbeat``: ``outputs.heartbeat`` schema v1; the
   ``X-Strataplane-Config-Hash`` header proves the applied artifact.
 
-Credentials are ``spt_`` tokens as ``Bearer`` or ``Token``. A poll costs no database round trip
+Credentials are ``spt_`` tokens as ``Bearer`` or ``Token``, or a class token (``spn_``, mode
+``class``): its requests go to ``agents/telegraf_class.py``. A poll costs no database round trip
 when the credential and state caches hold the agent; writes are batched.
 """
 
@@ -22,6 +23,8 @@ from platformkit import boundedjson
 
 from strataplane import errors
 from strataplane.actions import fleet_errors as fe
+from strataplane.agents import telegraf_class
+from strataplane.agents.client_certs import require_bound
 from strataplane.agents.front import AgentRequest, Endpoint, Reply
 from strataplane.agents.heartbeat import BadHeartbeat, parse_heartbeat
 from strataplane.domain.fleet_status import http_date, telegraf_version
@@ -45,7 +48,7 @@ _NO_STORE = (b"cache-control", b"no-store")
 async def _agent(rt: FleetRuntime, req: AgentRequest) -> tuple[AgentIdentity, ServingState]:
     who = await rt.credentials.identify(req.header(b"authorization"))
     state = await rt.states.get(who) if who is not None else None
-    if who is None or state is None or state.tenant_state == "deleting":
+    if who is None or state is None or state.tenant_state == "deleting" or state.kind != "telegraf":
         raise errors.AuthRequired("unknown or revoked agent credential", headers=_CHALLENGE)
     return who, state
 
@@ -73,6 +76,8 @@ def last_modified(state: ServingState, *, head: bool) -> bytes:
 
 
 async def config(rt: FleetRuntime, req: AgentRequest) -> Reply:
+    if telegraf_class.class_credential_of(req.header(b"authorization")) is not None:
+        return await telegraf_class.config(rt, req)
     who, state = await _agent(rt, req)
     version, raw = _user_agent_version(req.header(b"user-agent"))
     if version is not None and version != state.version:
@@ -103,7 +108,11 @@ def _bad_report(field: str, reason: str, kind: str) -> fe.BadReport:
 
 
 async def heartbeat(rt: FleetRuntime, req: AgentRequest) -> Reply:
+    if telegraf_class.class_credential_of(req.header(b"authorization")) is not None:
+        return await telegraf_class.heartbeat(rt, req, MAX_HEARTBEAT, HEARTBEAT_DEPTH)
     who, state = await _agent(rt, req)
+    # outputs.heartbeat can present a client certificate (the config URL fetch cannot)
+    require_bound(rt, req, state)
     raw = await req.body(MAX_HEARTBEAT)
     try:
         parsed = boundedjson.loads(raw, max_depth=HEARTBEAT_DEPTH)

@@ -1,6 +1,7 @@
 """The process's view of the imported catalog: which bundle an agent version uses (the list
 of versions is re-read every few seconds, so an import reaches every replica) and each bundle's
-schemas (immutable, read once). Level ``schema`` of artifact_validation is computed here."""
+schemas (immutable, read once). Levels ``schema`` and ``sandbox`` of artifact_validation are
+computed here."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from uuid import UUID
 from platformkit.db.scope import Conn
 
 from strataplane.domain.catalog import Bundle, check_telegraf, pick_bundle, plugin_line
+from strataplane.domain.telegraf_loader import loader_refusal
 from strataplane.store import catalog as store
 from strataplane.store.catalog import Validation
 
-__all__ = ["CATALOG", "Catalog", "validate_artifact"]
+__all__ = ["CATALOG", "Catalog", "sandbox_artifact", "validate_artifact"]
 
 _VERSIONS_TTL = 5.0
 
@@ -85,4 +87,37 @@ def validate_artifact(
         )
     return Validation(
         artifact_hash, agent_version, "schema", not diagnostics, diagnostics, bundle.validator
+    )
+
+
+def sandbox_validator(bundle: Bundle | None, agent_version: str) -> str:
+    facts = f"catalog {bundle.version}" if bundle is not None else "no catalog bundle"
+    return f"telegraf {agent_version} loader stand-in ({facts})"
+
+
+def sandbox_artifact(
+    bundle: Bundle | None, artifact_hash: bytes, content: bytes, agent_version: str
+) -> Validation:
+    """Level ``sandbox`` of one rendered Telegraf artifact for one agent version: Telegraf's
+    loader and its plugins' Init checks, as the simulated Telegraf runs them (the Telegraf
+    binary is not available to the server; decisions/0033)."""
+    text = content.decode()
+    refusal = loader_refusal(bundle, tomllib.loads(text), agent_version)
+    diagnostics = []
+    if refusal is not None:
+        finding = refusal.finding()
+        diagnostics.append(
+            {
+                "section": refusal.section,
+                "plugin": refusal.plugin,
+                "instance": refusal.alias,
+                "option": refusal.option,
+                "line": plugin_line(text, finding),
+                "message": refusal.message,
+                "fix": refusal.fix,
+            }
+        )
+    validator = sandbox_validator(bundle, agent_version)
+    return Validation(
+        artifact_hash, agent_version, "sandbox", not diagnostics, diagnostics, validator
     )

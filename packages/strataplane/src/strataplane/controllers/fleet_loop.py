@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
+from datetime import datetime
 from uuid import UUID
 
 from platformkit.db.scope import Pool, platform_transaction, tenant_transaction
@@ -23,6 +25,8 @@ from strataplane.controllers import not_reporting
 from strataplane.controllers.fleet_reconcile import Reconciler
 from strataplane.controllers.rollouts import step_rollouts
 from strataplane.db import SCOPE
+
+log = logging.getLogger(__name__)
 
 LOOP_NAME = "strataplane.fleet"
 _TICK = 0.2
@@ -86,11 +90,18 @@ class FleetControllers:
             if not full and tenant_id not in self._woken:
                 continue
             self._woken.pop(tenant_id, None)
-            await step_rollouts(self.pool, tenant_id, self.settings.agent_url)
-            await self.reconciler.reconcile(tenant_id)
-            if full:
-                async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
-                    await not_reporting.run(conn, tenant_id, resumed_at)
+            try:
+                await self._tenant(tenant_id, resumed_at, full=full)
+            except Exception:  # one tenant's failure never holds up the rest of the shard
+                log.exception("fleet controllers: tenant %s failed; retried next pass", tenant_id)
         if full:
             self._last_full[shard] = now
         await asyncio.sleep(0)
+
+    async def _tenant(self, tenant_id: UUID, resumed_at: datetime, *, full: bool) -> None:
+        await step_rollouts(self.pool, tenant_id, self.settings.agent_url)
+        await self.reconciler.reconcile(tenant_id)
+        if full:
+            async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
+                held_ms = round(self.settings.elastic_poll * 1000)
+                await not_reporting.run(conn, tenant_id, resumed_at, held_ms)

@@ -1,12 +1,16 @@
 """Time-based transitions of agent_instance (schema: agent_health, agent_sync), per tenant:
 
 - health ``not_reporting``: nothing received for 3 expected report intervals (Telegraf:
-  Settings ``telegraf.heartbeat.interval`` at the release pointer, default 1m), counted from
+  Settings ``telegraf.heartbeat.interval`` at the release pointer, default 1m; Vector:
+  ``vector.heartbeat.interval``; Elastic Agent: ``elastic-agent.pollTimeout``, default 5m, or
+  the longest the server holds a check-in, ``STRATAPLANE_FLEET_ELASTIC_POLL``, when that is
+  longer: a held check-in is not seen again until it ends), counted from
   the later of ``last_seen_at`` and the ``resumed_at`` of the tenant's controller shard, so an
   outage of every replica does not make every agent look silent. Agents that never reported
   stay ``pending``. The next heartbeat sets health from its report again.
-- sync ``out_of_sync`` / ``reload_failed``: the desired artifact was served and is still not
-  applied 3 intervals later (Telegraf exits when a reload fails).
+- sync ``out_of_sync`` / ``reload_failed`` (heartbeat kinds): the desired artifact was served
+  and is still not applied 3 intervals later (Telegraf exits when a reload fails); an Elastic
+  Agent reports a failed policy in its own check-in instead (agents/elastic.py).
 - sync ``out_of_sync`` / ``watcher_stalled``: a new desired artifact has not been fetched for 3
   intervals while the agent keeps reporting: its config-URL watcher stopped polling.
 
@@ -30,17 +34,22 @@ from strataplane.render.service import RENDERER
 from strataplane.store import fleet_spec
 
 MISSED = 3
+KINDS = ("telegraf", "vector", "elastic-agent")
+# the kinds whose reports are heartbeats; an Elastic Agent's check-in reports a failed apply
+HEARTBEAT_KINDS = ("telegraf", "vector")
+_REPORTS = {"elastic-agent": "check-in"}
 _DEFAULT_MS = 60_000
 
 _HEALTH = """
 WITH old AS (
     SELECT id, health::text AS health FROM agent_instance
-    WHERE tenant_id = %(t)s AND kind = 'telegraf' AND health NOT IN ('pending', 'not_reporting')
+    WHERE tenant_id = %(t)s AND kind = %(kind)s::agent_kind
+    AND health NOT IN ('pending', 'not_reporting')
     AND greatest(last_seen_at, %(resumed)s) < now() - %(silence)s * interval '1 millisecond'
     ORDER BY id FOR NO KEY UPDATE SKIP LOCKED
 ), upd AS (
     UPDATE agent_instance a SET health = 'not_reporting',
-        health_message = 'no report for ' || %(missed)s || ' heartbeat intervals'
+        health_message = 'no report for ' || %(missed)s || ' ' || %(report)s || ' intervals'
     FROM old WHERE a.tenant_id = %(t)s AND a.id = old.id
     RETURNING a.id
 )
@@ -53,7 +62,7 @@ WITH due AS (
     SELECT id, CASE WHEN served_artifact = desired_artifact THEN 'reload_failed'
                     ELSE 'watcher_stalled' END AS reason
     FROM agent_instance
-    WHERE tenant_id = %(t)s AND kind = 'telegraf' AND sync = 'updating'
+    WHERE tenant_id = %(t)s AND kind = %(kind)s::agent_kind AND sync = 'updating'
     AND desired_artifact IS NOT NULL AND applied_artifact IS DISTINCT FROM desired_artifact
     AND (
         (served_artifact = desired_artifact
@@ -75,24 +84,31 @@ FROM upd
 """
 
 
-async def report_interval_ms(conn: Conn, tenant_id: UUID) -> int:
-    """Telegraf's heartbeat interval at the release pointer."""
-    revision = await fleet_spec.release_revision(conn, tenant_id, "telegraf")
+async def report_interval_ms(conn: Conn, tenant_id: UUID, kind: str = "telegraf") -> int:
+    """The report interval of ``kind`` at its release pointer."""
+    revision = await fleet_spec.release_revision(conn, tenant_id, kind)
     if revision is None:
         return _DEFAULT_MS
     tree = await RENDERER.tree(conn, tenant_id, revision)
-    return parse_duration(tree.heartbeat_interval) or _DEFAULT_MS
+    return parse_duration(tree.report_interval(kind)) or _DEFAULT_MS
 
 
-async def run(conn: Conn, tenant_id: UUID, resumed_at: datetime) -> None:
-    """One pass over the tenant's agents, in the caller's tenant transaction."""
-    interval = await report_interval_ms(conn, tenant_id)
-    params = {
-        "t": tenant_id,
-        "resumed": resumed_at,
-        "silence": MISSED * interval,
-        "grace": MISSED * interval,
-        "missed": MISSED,
-    }
-    await conn.execute(_HEALTH, params)
-    await conn.execute(_SYNC, params)
+async def run(conn: Conn, tenant_id: UUID, resumed_at: datetime, held_ms: int) -> None:
+    """One pass over the tenant's agents of every served kind, in the caller's tenant
+    transaction; ``held_ms`` is the longest an Elastic Agent check-in is held."""
+    for kind in KINDS:
+        interval = await report_interval_ms(conn, tenant_id, kind)
+        if kind == "elastic-agent":
+            interval = max(interval, held_ms)
+        params = {
+            "t": tenant_id,
+            "kind": kind,
+            "resumed": resumed_at,
+            "silence": MISSED * interval,
+            "grace": MISSED * interval,
+            "missed": MISSED,
+            "report": _REPORTS.get(kind, "heartbeat"),
+        }
+        await conn.execute(_HEALTH, params)
+        if kind in HEARTBEAT_KINDS:
+            await conn.execute(_SYNC, params)

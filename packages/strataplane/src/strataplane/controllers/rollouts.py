@@ -27,6 +27,7 @@ from strataplane.db import SCOPE
 from strataplane.domain.rollouts import StageView, evaluate, next_step
 from strataplane.domain.spec.diagnostics import SpecError
 from strataplane.domain.spec.selectors import selector_from_json
+from strataplane.render.cache import RENDERED_KINDS
 from strataplane.render.service import RENDERER
 from strataplane.store import audit, fleet_spec, rollouts
 from strataplane.store.fleet_desired import RenderInput, render_inputs
@@ -34,7 +35,7 @@ from strataplane.store.rollouts import Rollout
 
 __all__ = ["step_rollouts"]
 
-KINDS = ("telegraf",)
+KINDS = RENDERED_KINDS
 _BATCH = 5000
 _MAX_STEPS = 50
 

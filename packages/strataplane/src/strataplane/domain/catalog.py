@@ -189,6 +189,22 @@ def _type_error(schema: Mapping[str, Any], value: object) -> str | None:
     return f"must be {wanted_text} ({schema.get('x-go', 'Go type')}), not {_json_type(value)}"
 
 
+_EXAMPLES = {
+    "boolean": "true or false, without quotes",
+    "integer": "a whole number, without quotes",
+    "number": "a number, without quotes",
+    "string": "a quoted string",
+    "array": "a list in [ ]",
+    "object": "a table",
+}
+
+
+def _type_fix(key: str, schema: Mapping[str, Any]) -> str:
+    wanted = schema.get("type")
+    kinds = wanted if isinstance(wanted, list) else [wanted]
+    return f"write {key} as " + " or ".join(_EXAMPLES.get(str(k), str(k)) for k in kinds)
+
+
 def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return "boolean"
@@ -272,7 +288,7 @@ def check_plugin(
             continue
         wrong = _type_error(prop, value)
         if wrong:
-            found.append(Finding(section, plugin, alias, key, wrong, None))
+            found.append(Finding(section, plugin, alias, key, wrong, _type_fix(key, prop)))
     return found
 
 

@@ -170,7 +170,9 @@ def evaluate(agents: Sequence[StageAgent], guardrails: Mapping[str, Any]) -> Eva
     """A stage's guardrails over its agents when its bake time ends. An agent that has not
     proven the new artifact by a heartbeat by then (not ``in_sync``: out of sync, a render
     error, a stopped agent still ``updating``) counts as an apply failure; a health worse than
-    before the change as a regression (a ``pending`` baseline is not compared)."""
+    before the change as a regression (a ``pending`` baseline is not compared). A listed Journey
+    has no data: journeys do not run yet (no ``journey_state``), so it is reported as
+    ``"no data"`` and never breaches."""
     failed = sum(a.sync != "in_sync" for a in agents)
     regressed = sum(_regressed(a) for a in agents)
     values: dict[str, Any] = {
@@ -181,7 +183,12 @@ def evaluate(agents: Sequence[StageAgent], guardrails: Mapping[str, Any]) -> Eva
         "healthRegressions": regressed,
         "healthRegressionPercent": _percent(regressed, len(agents)),
         "notReporting": sum(a.health == "not_reporting" for a in agents),
+        "degraded": sum(a.health == "degraded" for a in agents),
+        "failed": sum(a.health == "failed" for a in agents),
     }
+    journeys = guardrails.get("journeys") or []
+    if journeys:
+        values["journeys"] = {str(name): "no data" for name in journeys}
     apply_max = float(guardrails.get("maxApplyFailurePercent", 0))
     health_max = float(guardrails.get("maxHealthRegressionPercent", 0))
     if values["applyFailurePercent"] > apply_max:

@@ -19,10 +19,14 @@ from strataplane.domain.spec.diagnostics import Diagnostic, has_errors
 from strataplane.domain.spec.precedence import applicable_layers
 from strataplane.domain.spec.versions import parse_version
 from strataplane.render.artifacts import Artifact, make_artifact
+from strataplane.render.elastic import render_elastic
 from strataplane.render.telegraf import render_choices, render_telegraf
 from strataplane.render.trees import SpecTree
+from strataplane.render.vector import render_vector
 
-__all__ = ["RenderCache", "RenderResult", "supported_version"]
+__all__ = ["RENDERED_KINDS", "RenderCache", "RenderResult", "supported_version"]
+
+RENDERED_KINDS = ("telegraf", "vector", "elastic-agent")  # the kinds this server renders
 
 _MIN_TELEGRAF = parse_version("1.37.0")  # outputs.heartbeat
 
@@ -73,7 +77,8 @@ class RenderCache:
         agent_url: str,
     ) -> RenderResult:
         chosen = self._chosen(tree, kind, version, labels)
-        key: Key = (tenant_id, tree.hash, kind, chosen, render_choices(version), agent_url)
+        choices = render_choices(version) if kind == "telegraf" else ""
+        key: Key = (tenant_id, tree.hash, kind, chosen, choices, agent_url)
         found = self._entries.get(key)
         if found is not None:
             self.hits += 1
@@ -121,6 +126,24 @@ class RenderCache:
         composition = self.compose(tree, kind, version, labels)
         if not composition.ok:
             return RenderResult(chosen, None, tuple(composition.diagnostics))
+        if kind == "vector":
+            vector = render_vector(
+                composition.config,
+                agent_url=agent_url,
+                heartbeat_interval=tree.vector_heartbeat_interval,
+            )
+            found = (*composition.diagnostics, *vector.diagnostics)
+            if vector.content is None:
+                return RenderResult(chosen, None, found)
+            refs = tuple(vector.secret_names)
+            return RenderResult(chosen, make_artifact(vector.content, refs), found)
+        if kind == "elastic-agent":
+            policy = render_elastic(composition.config)
+            found = (*composition.diagnostics, *policy.diagnostics)
+            if policy.content is None:
+                return RenderResult(chosen, None, found)
+            refs = tuple(policy.secret_names)
+            return RenderResult(chosen, make_artifact(policy.content, refs), found)
         if kind != "telegraf":
             msg = f"no renderer for {kind} on this server"
             return RenderResult(chosen, None, (Diagnostic("SP-5001", None, None, msg),))
@@ -129,6 +152,7 @@ class RenderCache:
             agent_url=agent_url,
             heartbeat_interval=tree.heartbeat_interval,
             version=version,
+            tls=dict(tree.telegraf_tls),
         )
         diagnostics = (*composition.diagnostics, *out.diagnostics)
         if out.content is None:

@@ -114,8 +114,13 @@ def render_telegraf(
     agent_url: str,
     heartbeat_interval: str,
     version: str | None,
+    tls: Mapping[str, str] | None = None,
 ) -> TelegrafRender:
-    """The TOML of one composition; ``content`` None with diagnostics when it cannot run."""
+    """The TOML of one composition; ``content`` None with diagnostics when it cannot run.
+    ``tls`` (Settings ``telegraf.tls``: ``ca``, ``cert``, ``key``) goes to the two plugins that
+    talk to this server, the heartbeat and the secret store, as their ``tls_*`` options: a
+    client certificate there raises the agent's assurance."""
+    client_tls = {f"tls_{k}": _value(v, set()) for k, v in sorted((tls or {}).items())}
     secrets: set[str] = set()
     doc: dict[str, object] = {}
     for section, value in config.items():
@@ -139,6 +144,7 @@ def render_telegraf(
         "interval": heartbeat_interval,
         "include": list(reports),
         "headers": {HASH_HEADER: HASH_PLACEHOLDER},
+        **client_tls,
     }
     if "logs" in reports:
         heartbeat["logs"] = {"limit": 20, "level": "WARN"}
@@ -146,7 +152,12 @@ def render_telegraf(
     if secrets:
         doc["secretstores"] = {
             "http": [
-                {"id": SECRET_STORE, "url": agent_url.rstrip("/") + SECRETS_PATH, "token": token}
+                {
+                    "id": SECRET_STORE,
+                    "url": agent_url.rstrip("/") + SECRETS_PATH,
+                    "token": token,
+                    **client_tls,
+                }
             ]
         }
     try:

@@ -17,6 +17,8 @@ from strataplane.domain.tree import tree_hash
 __all__ = ["SpecTree", "TreeCache", "parse_tree"]
 
 DEFAULT_HEARTBEAT = "1m"
+_TLS_FILES = frozenset({"ca", "cert", "key"})
+DEFAULT_POLL_TIMEOUT = "5m"
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,16 @@ class SpecTree:
     render_level: int = 1
     diagnostics: list[Diagnostic] = field(default_factory=list)
     selector_keys: tuple[str, ...] = ()  # every label key a Layer's selector reads
+    vector_heartbeat_interval: str = DEFAULT_HEARTBEAT
+    telegraf_tls: tuple[tuple[str, str], ...] = ()  # Settings telegraf.tls: (ca|cert|key, value)
+    elastic_poll_timeout: str = DEFAULT_POLL_TIMEOUT
+
+    def report_interval(self, kind: str) -> str:
+        """How often agents of ``kind`` report: the heartbeat interval the renderer writes,
+        Elastic Agent's check-in long-poll timeout (Settings ``elastic-agent.pollTimeout``)."""
+        if kind == "elastic-agent":
+            return self.elastic_poll_timeout
+        return self.vector_heartbeat_interval if kind == "vector" else self.heartbeat_interval
 
 
 def _setting(settings: Mapping[str, object], *keys: str) -> object:
@@ -51,6 +63,9 @@ def parse_tree(files: Mapping[str, bytes]) -> SpecTree:
     settings = objects.get("settings.toml", {})
     interval = _setting(settings, "telegraf", "heartbeat", "interval")
     level = _setting(settings, "render", "level")
+    vector = _setting(settings, "vector", "heartbeat", "interval")
+    tls = _setting(settings, "telegraf", "tls")
+    poll = _setting(settings, "elastic-agent", "pollTimeout")
     return SpecTree(
         digest,
         objects,
@@ -59,6 +74,11 @@ def parse_tree(files: Mapping[str, bytes]) -> SpecTree:
         level if isinstance(level, int) else 1,
         diagnostics,
         tuple(sorted(read)),
+        vector if isinstance(vector, str) else DEFAULT_HEARTBEAT,
+        tuple((k, v) for k, v in sorted(tls.items()) if k in _TLS_FILES and isinstance(v, str))
+        if isinstance(tls, Mapping)
+        else (),
+        poll if isinstance(poll, str) else DEFAULT_POLL_TIMEOUT,
     )
 
 

@@ -22,7 +22,7 @@ from strataplane.simulate import bench, cpu, server_latency
 _AGENTS = "SELECT count(*) FROM strataplane.agent_instance WHERE tenant_id = %s "
 
 
-async def _seed(url: str, agents: int, heartbeat: float) -> tuple[UUID, int, list[Any]]:
+async def _seed(url: str, agents: int, heartbeat: float, kind: str) -> tuple[UUID, int, list[Any]]:
     from platformkit.db.pool import open_pool
     from pydantic import SecretStr
 
@@ -35,15 +35,17 @@ async def _seed(url: str, agents: int, heartbeat: float) -> tuple[UUID, int, lis
     try:
         services = Services(pool, Settings(database_url=SecretStr(url)))
         tenant, _admin = await Seed(services).tenant("bench")
-        revision = await publish(pool, tenant.id, bench.spec_files(heartbeat, "false"), "r-a")
+        files = bench.spec_files(heartbeat, "false", kind)
+        revision = await publish(pool, tenant.id, files, "r-a")
         groups = [{"group": f"g{g:02d}"} for g in range(bench.GROUPS)]
-        rows = await seed_fleet(pool, tenant.id, agents, groups)
+        version = {"vector": "0.57.0", "elastic-agent": "8.15.0"}.get(kind, "1.39.1")
+        rows = await seed_fleet(pool, tenant.id, agents, groups, version=version, kind=kind)
         return tenant.id, revision, rows
     finally:
         await pool.close()
 
 
-async def _merge(url: str, tenant_id: UUID, heartbeat: float) -> tuple[int, float]:
+async def _merge(url: str, tenant_id: UUID, heartbeat: float, kind: str) -> tuple[int, float]:
     """The merged revision and the monotonic time its transaction committed."""
     from platformkit.db.pool import open_pool
 
@@ -51,7 +53,8 @@ async def _merge(url: str, tenant_id: UUID, heartbeat: float) -> tuple[int, floa
 
     pool = await open_pool(db.app_url(url), min_size=1, max_size=2)
     try:
-        revision = await publish(pool, tenant_id, bench.spec_files(heartbeat, "true"), "r-b")
+        files = bench.spec_files(heartbeat, "true", kind)
+        revision = await publish(pool, tenant_id, files, "r-b")
         return revision, time.monotonic()
     finally:
         await pool.close()
@@ -79,10 +82,17 @@ def run(
     connections: int,
     configured: str | None,
     heartbeat: float | None = None,
+    *,
+    kind: str = "telegraf",
 ) -> list[dict[str, Any]]:
-    """``interval`` is the HEAD watch interval; ``heartbeat`` that of outputs.heartbeat
-    (by default half the watch interval, see docs/strataplane/fleet-internals.md)."""
+    """``interval`` is the HEAD watch interval (Vector: the provider's poll interval);
+    ``heartbeat`` that of the rendered heartbeat (by default half the watch interval, see
+    docs/strataplane/fleet-internals.md)."""
     heartbeat = heartbeat if heartbeat is not None else interval / 2
+    if kind == "elastic-agent":
+        # a check-in holds its connection for the whole long poll, as every real agent holds
+        # its own: shared connections would queue the agents behind each other's polls
+        connections = max(connections, agents)
     url = bench.fresh_database(configured)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
@@ -92,6 +102,8 @@ def run(
             "STRATAPLANE_SHARDS": "4",
             "STRATAPLANE_FLEET_AGENT_URL": base,
             "STRATAPLANE_FLEET_CONTROLLER_INTERVAL": str(min(5.0, interval / 2)),
+            # Elastic Agents' check-ins wait at most one interval for an action
+            "STRATAPLANE_FLEET_ELASTIC_POLL": str(interval),
         }
     )
     settings = Settings()
@@ -111,11 +123,11 @@ def run(
     sim = None
     try:
         server.wait_ready(120)
-        tenant, first, rows = asyncio.run(_seed(url, agents, heartbeat))
+        tenant, first, rows = asyncio.run(_seed(url, agents, heartbeat, kind))
         t = (tenant,)
         bench.wait_for(url, _AGENTS + "AND desired_revision_id = %s", (*t, first), agents, 300)
         creds = bench.credentials_file(rows)
-        sim = bench.start_simulator(base, creds, agents, interval, 3600, connections)
+        sim = bench.start_simulator(base, creds, agents, interval, 3600, connections, kind)
         windows: list[dict[str, Any]] = []
         assert sim.stdout is not None
         threading.Thread(target=_reader, args=(sim.stdout, windows), daemon=True).start()
@@ -131,7 +143,9 @@ def run(
                 )
             return None
 
-        bench.wait_for(url, in_sync, (*t, first), agents, 20 * interval + 120, stalled)
+        # Elastic Agents refused while the fleet starts at once come back after their back-off
+        ceiling = 20 * interval + 120 if kind != "elastic-agent" else 60 * interval + 120
+        bench.wait_for(url, in_sync, (*t, first), agents, ceiling, stalled)
         # One more interval before measuring: an agent in sync may still be new to one of
         # the workers, whose first request for it looks its credential up in the database.
         time.sleep(interval)
@@ -142,7 +156,7 @@ def run(
         used = [b - a for a, b in zip(before, _cpu(server.process.pid, sim.pid), strict=True)]
         server_p99 = server_latency.quantile_ms(scraped, server_latency.scrape(base), 0.99)
         steady = windows[mark:]
-        second, merged_at = asyncio.run(_merge(url, tenant, heartbeat))
+        second, merged_at = asyncio.run(_merge(url, tenant, heartbeat, kind))
         bench.wait_for(url, _AGENTS + "AND desired_revision_id = %s", (*t, second), agents, 300)
         render = time.monotonic() - merged_at
         bench.wait_for(
@@ -166,6 +180,7 @@ def run(
     seconds = sum(interval for _w in steady) or 1.0
     requests = sum(int(w["requests"]) for w in steady)
     workload = {
+        "kind": kind,
         "agents": agents,
         "interval_s": interval,
         "heartbeat_interval_s": heartbeat,
@@ -184,7 +199,8 @@ def run(
             "value": round(requests / seconds, 1),
             "unit": "req/s",
             "workload": workload,
-            "note": "HEAD polls, heartbeats and GETs completed, steady state",
+            "note": "polls (Telegraf HEAD, Vector GET), heartbeats and GETs completed, "
+            "steady state",
         },
         {
             "figure": "p99_ms",

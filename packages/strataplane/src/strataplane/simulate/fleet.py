@@ -1,8 +1,10 @@
-"""Many simulated Telegraf instances in one process, reporting request rate and latency.
+"""Many simulated Telegraf or Vector instances in one process, reporting request rate and
+latency.
 
-``run_fleet`` starts one ``SimulatedTelegraf`` per credential, their start-up GETs spread over
-one watch interval (as a real fleet's restarts are), and every ``report_every`` seconds writes a
-JSON line: requests and their p50/p99 latency in the window, instances running, reloads, exits.
+``run_fleet`` starts one ``SimulatedTelegraf`` (or ``SimulatedVector``) per credential, their
+start-up GETs spread over one watch (poll) interval (as a real fleet's restarts are), and every
+``report_every`` seconds writes a JSON line: requests and their p50/p99 latency in the window,
+instances running, reloads, exits.
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
+from strataplane.simulate.elastic import EqualJitter, SimulatedElasticAgent
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.telegraf import SimulatedTelegraf
+from strataplane.simulate.vector import SimulatedVector
+
+type Simulated = SimulatedTelegraf | SimulatedVector | SimulatedElasticAgent
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -25,7 +31,47 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def _started(sim: SimulatedTelegraf, delay: float) -> None:
+def _simulated(
+    kind: str,
+    pool: HttpPool,
+    instance: str,
+    token: str,
+    version: str,
+    interval: float,
+    backoff: tuple[float, float],
+) -> Simulated:
+    if kind == "elastic-agent":  # seeded: the access key is the credential, no enrollment
+        return SimulatedElasticAgent(
+            pool,
+            instance,
+            instance,
+            version=version,
+            retry_delay=1.0,
+            access_key=token,
+            backoff=EqualJitter(*backoff),
+        )
+    if kind == "vector":
+        env = {"STRATAPLANE_VECTOR_TOKEN": token, "STRATAPLANE_INSTANCE_ID": instance}
+        return SimulatedVector(
+            pool,
+            "/agents/vector/config",
+            {**env, "HOSTNAME": instance},
+            version=version,
+            poll_interval=interval,
+            retry_delay=1.0,
+        )
+    env = {"TELEGRAF_CONTROLLER_TOKEN": token, "INFLUX_TOKEN": token}
+    return SimulatedTelegraf(
+        pool,
+        "/agents/telegraf/config",
+        {**env, "STRATAPLANE_INSTANCE_ID": instance, "HOSTNAME": instance},
+        version=version,
+        watch_interval=interval,
+        retry_delay=1.0,
+    )
+
+
+async def _started(sim: Simulated, delay: float) -> None:
     await asyncio.sleep(delay)
     await sim.run()
 
@@ -40,23 +86,15 @@ async def run_fleet(
     connections: int = 200,
     report_every: float = 5.0,
     out: TextIO = sys.stdout,
-) -> list[SimulatedTelegraf]:
-    """Run until ``duration`` passes; ``credentials`` are (instance id, spt_ token) pairs."""
+    kind: str = "telegraf",
+    backoff: tuple[float, float] = (60.0, 600.0),
+) -> list[Simulated]:
+    """Run until ``duration`` passes; ``credentials`` are (instance id, spt_ or spv_ token)
+    pairs; ``watch_interval`` is Vector's ``poll_interval_secs`` for ``kind`` vector;
+    ``backoff`` Elastic Agents' check-in back-off, initial and longest (seconds)."""
     pool = HttpPool(base_url, size=connections)
     sims = [
-        SimulatedTelegraf(
-            pool,
-            "/agents/telegraf/config",
-            {
-                "TELEGRAF_CONTROLLER_TOKEN": token,
-                "INFLUX_TOKEN": token,
-                "STRATAPLANE_INSTANCE_ID": instance,
-                "HOSTNAME": instance,
-            },
-            version=version,
-            watch_interval=watch_interval,
-            retry_delay=1.0,
-        )
+        _simulated(kind, pool, instance, token, version, watch_interval, backoff)
         for instance, token in credentials
     ]
     spread = watch_interval / max(1, len(sims))
@@ -76,7 +114,8 @@ async def run_fleet(
                 "p99_ms": round(percentile(window, 0.99) * 1000, 2),
                 "running": sum(s.state == "running" for s in sims),
                 "exited": sum(s.state == "exited" for s in sims),
-                "reloads": sum(s.reloads for s in sims),
+                "reloads": sum(getattr(s, "reloads", 0) for s in sims),
+                "backoffs": sum(getattr(s, "backoffs", 0) for s in sims),
             }
             out.write(json.dumps(line) + "\n")
             out.flush()

@@ -1,11 +1,13 @@
 """A minimal HTTP/1.1 keep-alive client on asyncio protocols, so that one process can drive
 thousands of simulated agents while spending little of the machine the server runs on (a
 general-purpose client, or even asyncio streams, cost several times more per request).
-Enough of HTTP for this server: Content-Length and chunked bodies, no redirects, no TLS."""
+Enough of HTTP for this server: Content-Length and chunked bodies, no redirects; TLS (with a
+client certificate) when given an ``ssl.SSLContext``."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from dataclasses import dataclass
 from typing import cast
 from urllib.parse import urlsplit
@@ -105,10 +107,11 @@ class _Conn(asyncio.Protocol):
 class HttpPool:
     """Up to ``size`` keep-alive connections to one origin, shared by many callers."""
 
-    def __init__(self, base_url: str, size: int = 100) -> None:
+    def __init__(self, base_url: str, size: int = 100, tls: ssl.SSLContext | None = None) -> None:
         parts = urlsplit(base_url)
         self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self._tls = tls
         self._authority = parts.netloc
         self._idle: list[_Conn] = []
         self._slots = asyncio.Semaphore(size)
@@ -129,7 +132,13 @@ class HttpPool:
             for attempt in range(2):
                 if conn is None or conn.closed:
                     loop = asyncio.get_running_loop()
-                    _transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+                    _transport, conn = await loop.create_connection(
+                        _Conn,
+                        self.host,
+                        self.port,
+                        ssl=self._tls,
+                        server_hostname=self.host if self._tls is not None else None,
+                    )
                 try:
                     reply = await conn.request(method, head, body)
                 except ConnectionError:

@@ -1,5 +1,5 @@
 """Seeding for tests and benchmarks: publish a spec revision as a merge would (without review)
-and create many enrolled Telegraf agents at once. The server's own paths (change sets,
+and create many enrolled agents at once. The server's own paths (change sets,
 ``POST /api/v1/enroll/telegraf``) do the same one at a time, with audit; these write in bulk."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from platformkit.ids import uuid7
 from platformkit.tokens import mint_token
 from psycopg.types.json import Jsonb
 
-from strataplane.actions.fleet_enrollment import TELEGRAF_FORMAT
+from strataplane.actions.fleet_enrollment import CREDENTIAL_FORMATS
 from strataplane.actions.fleet_hooks import move_release
 from strataplane.db import SCOPE
 from strataplane.domain.fleet_labels import effective_labels
@@ -56,9 +56,11 @@ async def seed_fleet(
     *,
     version: str = "1.39.1",
     prefix: str = "sim",
+    kind: str = "telegraf",
 ) -> list[tuple[UUID, str, str]]:
-    """``count`` approved Telegraf agents on their own hosts, labels round-robin from
-    ``label_sets`` (source enrollment); returns (agent id, instance id, spt_ credential)."""
+    """``count`` approved agents of ``kind`` (Telegraf or Vector) on their own hosts, labels
+    round-robin from ``label_sets`` (source enrollment); returns (agent id, instance id,
+    credential)."""
     out: list[tuple[UUID, str, str]] = []
     async with tenant_transaction(pool, SCOPE, tenant_id) as conn, conn.cursor() as cur:
         hosts, labels, agents, creds = [], [], [], []
@@ -69,8 +71,8 @@ async def seed_fleet(
             eff = effective_labels(rows, name=name, kind="server", owner=None)
             hosts.append((host_id, tenant_id, name, Jsonb(eff)))
             labels += [(tenant_id, host_id, "enrollment", k, v) for k, v in own.items()]
-            agents.append((agent_id, tenant_id, host_id, "telegraf", name, version, version))
-            minted = mint_token(TELEGRAF_FORMAT)
+            agents.append((agent_id, tenant_id, host_id, kind, name, version, version))
+            minted = mint_token(CREDENTIAL_FORMATS[kind])
             creds.append(
                 (uuid7(), tenant_id, agent_id, minted.display_prefix, bytes.fromhex(minted.hash))
             )

@@ -3,13 +3,14 @@ applied, and their bearer credentials (only sha256(token) is stored)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from uuid import UUID
 
 from platformkit.db.scope import Conn
+from psycopg.types.json import Jsonb
 
 from strataplane.store.rows import maybe
 
@@ -111,6 +112,50 @@ async def list_agents(
         {"t": tenant_id, "h": host_id, "k": kind, "a": after, "l": limit},
     )
     return [Agent(**_bytes(r)) for r in await cur.fetchall()]
+
+
+@dataclass(frozen=True)
+class AgentFilter:
+    kind: str | None = None
+    health: str | None = None
+    sync: str | None = None
+    version: str | None = None
+    host_id: UUID | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)  # the host's effective labels
+
+
+async def search_agents(
+    conn: Conn, tenant_id: UUID, where: AgentFilter, *, after: UUID | None, limit: int
+) -> list[tuple[Agent, UUID | None, dict[str, str]]]:
+    """(agent, its host's owner team, its host's labels) by id, one query."""
+    cur = await conn.execute(
+        f"SELECT {AGENT_COLUMNS}, h.owner_team_id AS host_owner, h.labels AS host_labels "
+        "FROM agent_instance a JOIN host h ON h.tenant_id = a.tenant_id AND h.id = a.host_id "
+        "WHERE a.tenant_id = %(t)s "
+        "AND (%(k)s::text IS NULL OR a.kind::text = %(k)s) "
+        "AND (%(hl)s::text IS NULL OR a.health::text = %(hl)s) "
+        "AND (%(s)s::text IS NULL OR a.sync::text = %(s)s) "
+        "AND (%(v)s::text IS NULL OR a.version = %(v)s) "
+        "AND (%(h)s::uuid IS NULL OR a.host_id = %(h)s) "
+        "AND h.labels @> %(l)s AND (%(a)s::uuid IS NULL OR a.id > %(a)s) "
+        "ORDER BY a.id LIMIT %(n)s",
+        {
+            "t": tenant_id,
+            "k": where.kind,
+            "hl": where.health,
+            "s": where.sync,
+            "v": where.version,
+            "h": where.host_id,
+            "l": Jsonb(dict(where.labels)),
+            "a": after,
+            "n": limit,
+        },
+    )
+    found = []
+    for r in await cur.fetchall():
+        owner, labels = r.pop("host_owner"), r.pop("host_labels")
+        found.append((Agent(**_bytes(r)), owner, labels))
+    return found
 
 
 def _bytes(row: dict[str, Any]) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 from uuid import UUID
 
 from platformkit.db.scope import Conn
@@ -107,3 +108,20 @@ async def impact_host_labels(
         (tenant_id, change_set_id),
     )
     return [dict(r["labels"]) for r in await cur.fetchall()]
+
+
+async def impact_agents(
+    conn: Conn, tenant_id: UUID, change_set_id: UUID, limit: int
+) -> list[dict[str, Any]]:
+    """The agents of the change set's impact set with their artifact before and after (None
+    after: the render fails), and their host's owner and labels for the reader's scope."""
+    cur = await conn.execute(
+        "SELECT a.id, a.external_id, a.kind::text AS kind, a.version, i.before_artifact, "
+        "i.after_artifact, h.name AS host, h.owner_team_id AS owner, h.labels "
+        "FROM change_set_impact i JOIN agent_instance a "
+        "ON a.tenant_id = i.tenant_id AND a.id = i.agent_instance_id "
+        "JOIN host h ON h.tenant_id = a.tenant_id AND h.id = a.host_id "
+        "WHERE i.tenant_id = %s AND i.change_set_id = %s ORDER BY a.external_id, a.id LIMIT %s",
+        (tenant_id, change_set_id, limit),
+    )
+    return [dict(r) for r in await cur.fetchall()]

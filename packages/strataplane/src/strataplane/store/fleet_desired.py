@@ -121,3 +121,21 @@ async def write_desired(conn: Conn, tenant_id: UUID, updates: Sequence[DesiredUp
     )
     row = await cur.fetchone()
     return int(row["n"]) if row is not None else 0
+
+
+async def rendered_url(conn: Conn, tenant_id: UUID) -> str | None:
+    """The agent URL the tenant's desired artifacts were last rendered with (fleet_render_url)."""
+    cur = await conn.execute(
+        "SELECT agent_url FROM fleet_render_url WHERE tenant_id = %s", (tenant_id,)
+    )
+    row = await cur.fetchone()
+    return None if row is None else str(row["agent_url"])
+
+
+async def set_rendered_url(conn: Conn, tenant_id: UUID, agent_url: str) -> None:
+    await conn.execute(
+        "INSERT INTO fleet_render_url (tenant_id, agent_url) VALUES (%s, %s) "
+        "ON CONFLICT (tenant_id) DO UPDATE SET agent_url = EXCLUDED.agent_url, "
+        "rendered_at = now()",
+        (tenant_id, agent_url),
+    )

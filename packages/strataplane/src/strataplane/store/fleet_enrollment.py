@@ -88,6 +88,15 @@ async def revoke_token(conn: Conn, tenant_id: UUID, token_id: UUID) -> Enrollmen
     return EnrollmentToken(**row) if row is not None else None
 
 
+async def hash_of(conn: Conn, tenant_id: UUID, token_id: UUID) -> bytes | None:
+    cur = await conn.execute(
+        "SELECT token_hash FROM enrollment_token WHERE tenant_id = %s AND id = %s",
+        (tenant_id, token_id),
+    )
+    row = await maybe(cur)
+    return bytes(row["token_hash"]) if row is not None else None
+
+
 async def lookup(conn: Conn, token_hash: bytes) -> EnrollmentToken | None:
     """By hash, across tenants: call in platform scope."""
     cur = await conn.execute(

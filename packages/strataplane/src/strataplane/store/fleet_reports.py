@@ -30,6 +30,7 @@ class ReportRow:
     served_artifact: bytes | None
     applied_artifact: bytes | None
     applied_revision_id: int | None
+    last_seen_at: datetime | None = None
 
 
 @dataclass(frozen=True)

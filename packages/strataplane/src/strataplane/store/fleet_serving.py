@@ -28,19 +28,21 @@ class ServingState:
     desired_artifact: bytes | None
     desired_since: datetime | None
     served_artifact: bytes | None
+    identity_fingerprint: bytes | None = None  # bound client certificate: required on requests
 
 
 _STATE = (
     "SELECT a.tenant_id, a.id AS agent_id, a.host_id, a.kind::text AS kind, a.external_id, "
     "t.state::text AS tenant_state, a.version, a.approved_at IS NOT NULL AS approved, "
     "a.quarantined_at IS NOT NULL AS quarantined, a.flags, a.desired_revision_id, "
-    "a.desired_artifact, a.desired_since, a.served_artifact FROM agent_instance a "
+    "a.desired_artifact, a.desired_since, a.served_artifact, a.identity_fingerprint "
+    "FROM agent_instance a "
     "JOIN tenant t ON t.id = a.tenant_id WHERE a.tenant_id = %s AND a.id = ANY(%b)"
 )
 
 
 def _state(row: dict[str, Any]) -> ServingState:
-    for key in ("desired_artifact", "served_artifact"):
+    for key in ("desired_artifact", "served_artifact", "identity_fingerprint"):
         value = row[key]
         row[key] = bytes(value) if isinstance(value, (bytes, memoryview)) else None
     return ServingState(**row)

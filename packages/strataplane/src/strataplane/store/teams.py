@@ -33,12 +33,19 @@ class TeamMember:
 
 
 async def insert_team(
-    conn: Conn, tenant_id: UUID, team_id: UUID, slug: str, display_name: str
+    conn: Conn,
+    tenant_id: UUID,
+    team_id: UUID,
+    slug: str,
+    display_name: str,
+    external_id: str | None = None,
 ) -> Team:
+    """A local team, or (``external_id`` given: the OIDC group it mirrors) an oidc team."""
+    source = "local" if external_id is None else "oidc"
     cur = await conn.execute(
-        "INSERT INTO team (id, tenant_id, slug, display_name, source) "
-        f"VALUES (%s, %s, %s, %s, 'local') RETURNING {_COLUMNS}",
-        (team_id, tenant_id, slug, display_name),
+        "INSERT INTO team (id, tenant_id, slug, display_name, source, external_id) "
+        f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+        (team_id, tenant_id, slug, display_name, source, external_id),
     )
     return Team(**await one(cur))
 
@@ -110,3 +117,27 @@ async def list_team_members(conn: Conn, tenant_id: UUID, team_id: UUID) -> list[
         (tenant_id, team_id),
     )
     return [TeamMember(**row) for row in await cur.fetchall()]
+
+
+async def sync_oidc_teams(
+    conn: Conn, tenant_id: UUID, user_id: UUID, groups: list[str]
+) -> tuple[list[str], list[str]]:
+    """Make the user a member of exactly the tenant's oidc teams whose external_id is among
+    ``groups``; local teams are left alone. Returns the slugs joined and left."""
+    cur = await conn.execute(
+        "DELETE FROM team_member tm USING team t WHERE tm.tenant_id = %(t)s "
+        "AND tm.user_id = %(u)s AND t.tenant_id = tm.tenant_id AND t.id = tm.team_id "
+        "AND t.source = 'oidc' AND NOT (t.external_id = ANY(%(g)s)) RETURNING t.slug",
+        {"t": tenant_id, "u": user_id, "g": groups},
+    )
+    left = sorted(row["slug"] for row in await cur.fetchall())
+    cur = await conn.execute(
+        "INSERT INTO team_member AS tm (tenant_id, team_id, user_id) "
+        "SELECT tenant_id, id, %(u)s FROM team WHERE tenant_id = %(t)s AND source = 'oidc' "
+        "AND external_id = ANY(%(g)s) ON CONFLICT (team_id, user_id) DO UPDATE "
+        "SET synced_at = now() RETURNING (xmax = 0) AS joined, "
+        "(SELECT slug FROM team WHERE id = tm.team_id) AS slug",
+        {"t": tenant_id, "u": user_id, "g": groups},
+    )
+    joined = sorted(row["slug"] for row in await cur.fetchall() if row["joined"])
+    return joined, left

@@ -72,6 +72,34 @@ async def get_local_login(conn: Conn, username: str) -> tuple[User, str | None] 
     return User(**row), password_hash
 
 
+async def find_people(conn: Conn, login: str) -> list[User]:
+    """People whose local username is ``login``, or whose email is (ignoring case)."""
+    cur = await conn.execute(
+        f"SELECT {_COLUMNS} FROM app_user WHERE kind = 'human'"
+        " AND ((issuer = %s AND subject = %s) OR lower(email) = lower(%s)) LIMIT 2",
+        (LOCAL, login, login),
+    )
+    return [User(**row) for row in await cur.fetchall()]
+
+
+async def upsert_external(
+    conn: Conn, user_id: UUID, *, issuer: str, subject: str, display_name: str, email: str | None
+) -> tuple[User, bool]:
+    """The human user of an OIDC identity (issuer, subject), created at its first login; its
+    name and email follow the provider's at every login. True: created now."""
+    cur = await conn.execute(
+        "INSERT INTO app_user AS u (id, kind, issuer, subject, email, display_name, "
+        "last_login_at) VALUES (%s, 'human', %s, %s, %s, %s, now()) "
+        "ON CONFLICT (issuer, subject) DO UPDATE SET email = EXCLUDED.email, "
+        "display_name = EXCLUDED.display_name, last_login_at = now() "
+        f"RETURNING {_COLUMNS}, (xmax = 0) AS created",
+        (user_id, issuer, subject, email, display_name),
+    )
+    row = await one(cur)
+    created = bool(row.pop("created"))
+    return User(**row), created
+
+
 async def list_users(conn: Conn, *, after: UUID | None, limit: int) -> list[User]:
     cur = await conn.execute(
         f"SELECT {_COLUMNS} FROM app_user WHERE kind = 'human' "

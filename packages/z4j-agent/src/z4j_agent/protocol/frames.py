@@ -30,6 +30,10 @@ PROTOCOL_VERSION = 2
 SKEW_SECONDS = 60
 NONCE_MEMORY_SECONDS = 180
 MAX_BATCH_EVENTS = 5000
+# ``hello`` and ``heartbeat`` may carry ``active_tasks``: the engine task ids the worker runs at
+# that moment, all of them (an agent with more sends none rather than a part). Absent means the
+# agent does not say; the brain then cannot find a lost task again before its next event.
+MAX_ACTIVE_TASKS = 10_000
 MAX_FRAME_BYTES = 1024 * 1024
 MAX_ID_LENGTH = 64
 MAX_NONCE_LENGTH = 32
@@ -217,6 +221,18 @@ class FrameVerifier:
         self._nonces: OrderedDict[str, float] = OrderedDict()
 
     def verify(self, frame: Any) -> dict[str, Any]:
+        checked = self.authentic(frame)
+        self._check_nonce(checked["nonce"])
+        seq = checked["seq"]
+        if seq <= self._last_seq:
+            raise FrameError(f"sequence went backwards ({seq} after {self._last_seq})")
+        self._last_seq = seq
+        return checked
+
+    def authentic(self, frame: Any) -> dict[str, Any]:
+        """Every check but the replay memory (nonce reuse, sequence): the frame's shape, its
+        signature and its clock skew. A receiver that keeps the replay state elsewhere (the
+        brain's long-poll sessions, shared by its replicas) applies the rest itself."""
         if not isinstance(frame, dict):
             raise FrameError("a frame is a JSON object", CLOSE_BAD_HELLO)
         if frame.get("v") != PROTOCOL_VERSION:
@@ -239,10 +255,6 @@ class FrameVerifier:
         self._check_fresh(frame.get("ts"))
         if not 0 < len(nonce) <= MAX_NONCE_LENGTH:
             raise FrameError("bad nonce")
-        self._check_nonce(nonce)
-        if seq <= self._last_seq:
-            raise FrameError(f"sequence went backwards ({seq} after {self._last_seq})")
-        self._last_seq = seq
         return frame
 
     def _signed(self, frame: dict[str, Any], mac: str) -> bool:

@@ -20,8 +20,10 @@ from z4j.actions.access import ProjectAccess, project_scope
 from z4j.actions.context import Ctx
 from z4j.actions.errors import AgentNameTaken, AgentNotFound, InvalidInput
 from z4j.brain import AGENT_TOKEN
+from z4j.domain.notices import agent_sends_no_starts
 from z4j.domain.roles import Permission
 from z4j.store import agents as agent_store
+from z4j.store import workers as worker_store
 
 INSTALL_SNIPPET = "from z4j_agent.celery import install\ninstall(app)"
 
@@ -58,8 +60,20 @@ def _clean_name(name: str) -> str:
 async def list_agents(
     ctx: Ctx, project_id: uuid.UUID
 ) -> tuple[ProjectAccess, list[dict[str, Any]]]:
+    """The project's agents with their worker connections (``workers``); ``no_task_starts``
+    marks one whose tasks never start (``z4j.domain.notices``)."""
     async with project_scope(ctx, project_id) as (conn, access):
-        return access, await agent_store.list_for_project(conn, project_id)
+        rows = await agent_store.list_for_project(conn, project_id)
+        reports = await agent_store.start_reports(
+            conn, project_id, ctx.brain.settings.no_start_after_seconds
+        )
+        workers = await worker_store.list_for_project(
+            conn, project_id, ctx.brain.settings.offline_after_seconds
+        )
+    for row in rows:
+        row["no_task_starts"] = agent_sends_no_starts(*reports.get(row["id"], (0, 0)))
+        row["workers"] = [w for w in workers if w["agent_id"] == row["id"]]
+    return access, rows
 
 
 async def create_agent(ctx: Ctx, project_id: uuid.UUID, name: str, brain_url: str) -> CreatedAgent:

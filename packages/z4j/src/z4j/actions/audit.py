@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,11 @@ from psycopg.rows import dict_row
 
 from z4j.brain import Brain
 from z4j.store import audit as audit_store
+
+# The API key a request acts with (set by the API's middleware for its duration): every row
+# appended meanwhile names it in ``details.api_key``, so a key's writes can be told from its
+# owner's own.
+ACTING_KEY: ContextVar[uuid.UUID | None] = ContextVar("z4j_acting_api_key", default=None)
 
 
 async def record(
@@ -27,6 +33,9 @@ async def record(
     details: dict[str, Any] | None = None,
 ) -> None:
     """Append one row inside the action's transaction, so it commits with the change."""
+    key = ACTING_KEY.get()
+    if key is not None:
+        details = {**(details or {}), "api_key": str(key)}
     entry = audit_store.Entry(action, actor, project_id, target_type, target_id, details)
     await audit_store.append(conn, brain.secrets.audit_key, entry)
 

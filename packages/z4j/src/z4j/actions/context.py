@@ -27,10 +27,23 @@ class User:
 
 
 @dataclass(frozen=True)
+class KeyGrant:
+    """What an API key allows: one project, with at most ``role``. The acting ``User`` of a
+    key never has ``is_admin`` (keys hold no brain-wide powers); ``owner_is_admin`` is what
+    the owner's role in the project is computed from."""
+
+    id: uuid.UUID
+    project_id: uuid.UUID
+    role: str
+    owner_is_admin: bool
+
+
+@dataclass(frozen=True)
 class Ctx:
     brain: Brain
     user: User | None = None
     session_id: uuid.UUID | None = None
+    key: KeyGrant | None = None
 
     @property
     def actor(self) -> User:

@@ -24,11 +24,10 @@ from platformkit.mail import Mail, MailError, OutboxMailer
 from platformkit.tokens import mint_token
 
 from z4j.actions import audit
-from z4j.actions.access import project_scope
+from z4j.actions.access import project_scope, role_named
 from z4j.actions.context import Ctx, User
 from z4j.actions.errors import (
     AlreadyMember,
-    InvalidInput,
     InvitationForAnother,
     InvitationNotFound,
     MailFailed,
@@ -38,7 +37,7 @@ from z4j.actions.errors import (
 from z4j.actions.users import check_credentials_shape, check_email, hash_in_thread
 from z4j.brain import INVITATION_TOKEN, Brain
 from z4j.domain.membership import INVITATION_VALID_FOR
-from z4j.domain.roles import Permission, Role, can_grant
+from z4j.domain.roles import Permission, can_grant
 from z4j.store import invitations, memberships
 from z4j.store import users as user_store
 
@@ -77,10 +76,7 @@ def _mail(project: str, role: str, inviter: User, link: str) -> tuple[str, str]:
 
 
 async def invite(ctx: Ctx, project_id: uuid.UUID, email: str, role: str) -> Sent:
-    try:
-        granted = Role(role)
-    except ValueError:
-        raise InvalidInput("Unknown role.", field="role") from None
+    granted = role_named(role)
     normalized = check_email(email)
     minted = mint_token(INVITATION_TOKEN, ctx.brain.token_hasher)
     async with project_scope(ctx, project_id, Permission.MEMBER_MANAGE) as (conn, access):

@@ -13,6 +13,7 @@ from z4j.actions import audit
 from z4j.actions.access import ProjectAccess, project_scope
 from z4j.actions.context import Ctx
 from z4j.actions.errors import InvalidInput, PermissionDenied, ProjectNameTaken
+from z4j.domain.api_keys import acting_role
 from z4j.domain.roles import Role, can_create_project, effective_role
 from z4j.store import agents as agent_store
 from z4j.store import memberships, projects, tasks_read
@@ -53,12 +54,18 @@ async def create_project(ctx: Ctx, name: str) -> dict[str, Any]:
 
 async def list_projects(ctx: Ctx) -> list[dict[str, Any]]:
     """Each visible project with ``role``: the role the caller acts with there."""
-    user = ctx.actor
+    user, key = ctx.actor, ctx.key
+    every = user.is_admin or (key is not None and key.owner_is_admin)
     async with transaction(ctx.brain.pool) as conn:
-        rows = await projects.list_for_user(conn, user.id, all_projects=user.is_admin)
+        rows = await projects.list_for_user(conn, user.id, all_projects=every)
     out = []
     for row in rows:
-        role = effective_role(Role(row["role"]) if row["role"] else None, user.is_admin)
+        membership = Role(row["role"]) if row["role"] else None
+        role = effective_role(membership, user.is_admin)
+        if key is not None:  # an API key sees its own project, at its capped role
+            if row["id"] != key.project_id:
+                continue
+            role = acting_role(Role(key.role), effective_role(membership, key.owner_is_admin))
         out.append({**row, "role": role.value if role else None})
     return out
 

@@ -9,6 +9,7 @@ timeout answers ``task.search_too_broad`` rather than holding a connection.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -19,6 +20,7 @@ from psycopg import errors as pg_errors
 from z4j.actions.access import ProjectAccess, project_scope
 from z4j.actions.context import Ctx
 from z4j.actions.errors import InvalidCursor, InvalidInput, SearchTooBroad, TaskNotFound
+from z4j.store import commands as command_store
 from z4j.store import tasks_read
 from z4j.store.tasks_read import Cursor, Page, TaskFilters
 
@@ -40,6 +42,11 @@ class TaskList:
 def _checked(filters: TaskFilters, limit: int) -> TaskFilters:
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidInput(f"limit is between 1 and {MAX_LIMIT}.", field="limit")
+    return checked_filters(filters)
+
+
+def checked_filters(filters: TaskFilters) -> TaskFilters:
+    """The filters as the list applies them (bulk retry selects with the same)."""
     unknown = set(filters.states) - set(tasks_read.TASK_STATES)
     if unknown:
         raise InvalidInput(
@@ -90,6 +97,8 @@ class TaskDetail:
     access: ProjectAccess
     task: dict[str, Any]
     events: list[dict[str, Any]]
+    retry_of: uuid.UUID | None = None  # the task this one was retried from
+    commands: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # newest first
 
 
 async def access_task(ctx: Ctx, project_id: uuid.UUID, task_id: uuid.UUID) -> TaskDetail:
@@ -98,4 +107,6 @@ async def access_task(ctx: Ctx, project_id: uuid.UUID, task_id: uuid.UUID) -> Ta
         if task is None:
             raise TaskNotFound(task_id=str(task_id))
         events = await tasks_read.task_events(conn, project_id, task_id)
-    return TaskDetail(access, task, events)
+        retry_of = await command_store.retry_of(conn, project_id, task_id)
+        commands = await command_store.list_for_project(conn, project_id, 20, task_id)
+    return TaskDetail(access, task, events, retry_of, commands)

@@ -55,14 +55,14 @@ def check_email(email: str) -> str:
     return normalized
 
 
-def check_credentials_shape(email: str, password: str) -> str:
+def check_credentials_shape(email: str, password: str, field: str = "password") -> str:
     """Return the normalized email, or raise InvalidInput naming the field. The password
-    follows the kernel's rule (platformkit.password_rules): WeakPassword, field password."""
+    follows the kernel's rule (platformkit.password_rules): WeakPassword naming ``field``."""
     normalized = check_email(email)
     try:
         check_new_password(password, user_inputs=(normalized,))
     except RuleRefused as exc:
-        raise WeakPassword(exc.message, field="password", reason=exc.reason) from None
+        raise WeakPassword(exc.message, field=field, reason=exc.reason) from None
     return normalized
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from platformkit import fastjson
+from platformkit.db.scope import Conn
 from platformkit.ids import uuid7
 from platformkit.tokens import InvalidTokenError, parse_token
 from z4j_agent.protocol import (
@@ -30,9 +31,13 @@ from z4j_agent.protocol import (
 
 from z4j import __version__
 from z4j.brain import AGENT_TOKEN, Brain
+from z4j.controllers.commands import command_frame_payload
+from z4j.ingest import command_frames
 from z4j.ingest.batch import MAX_REFUSALS_LISTED, ingest_batch
 from z4j.ingest.frames import FrameRefused
 from z4j.store import agents as agent_store
+from z4j.store import lost as lost_store
+from z4j.store import workers as worker_store
 
 log = logging.getLogger("z4j.agent")
 
@@ -62,11 +67,12 @@ async def authenticate(brain: Brain, header: str | None) -> dict[str, Any]:
 class AgentSession:
     """Protocol state of one authenticated connection."""
 
-    def __init__(self, brain: Brain, agent: dict[str, Any]) -> None:
+    def __init__(self, brain: Brain, agent: dict[str, Any], session_id: str | None = None) -> None:
         self.brain = brain
         self.agent_id: uuid.UUID = agent["id"]
         self.project_id: uuid.UUID = agent["project_id"]
-        self.session_id = str(uuid7())
+        # A fresh id per connection; the long-poll dialect binds the agent's session nonce.
+        self.session_id = session_id or str(uuid7())
         self.worker_id = ""
         session = Session(
             brain.secrets.project_secret(self.project_id),
@@ -87,8 +93,10 @@ class AgentSession:
         if str(payload.get("protocol_version", "2")).split(".")[0] != str(PROTOCOL_VERSION):
             raise FrameError("unsupported protocol version", CLOSE_UNSUPPORTED_PROTOCOL)
         self.worker_id = str(payload.get("worker_id") or "")[:128]
+        now = datetime.now(UTC)
         async with self.brain.project_tx(self.project_id) as conn:
-            await agent_store.record_hello(conn, self.agent_id, payload, datetime.now(UTC))
+            await agent_store.record_hello(conn, self.agent_id, payload, now)
+            await self._worker_seen(conn, payload, now)
         self.greeted = True
         await self.brain.notify_change()
         return {
@@ -112,18 +120,54 @@ class AgentSession:
 
         ``suspect`` is the parse's verdict that the frame may hold values PostgreSQL cannot
         store (``z4j.ingest.frames.parse_frame``); without one, it is assumed."""
-        frame = self.verifier.verify(frame)
+        frame = await self.verified(frame)
         kind = frame["type"]
         payload = frame["payload"]
         if kind == "event_batch":
             return await self._event_batch(frame["id"], payload, suspect)
         if kind == "heartbeat":
+            now = datetime.now(UTC)
             async with self.brain.project_tx(self.project_id) as conn:
-                await agent_store.touch(conn, self.agent_id, datetime.now(UTC))
+                await agent_store.touch(conn, self.agent_id, now)
+                restored = await self._worker_seen(conn, payload, now)
+            if restored:
+                await self.brain.notify_change()
             return None
-        # agent_status, registry_delta, command_ack, command_result and error are accepted and
-        # refresh liveness; commands are not issued by this brain yet.
+        if kind == "command_ack":
+            await command_frames.record_ack(self.brain, self.project_id, self.agent_id, frame)
+        elif kind == "command_result":
+            await command_frames.record_result(self.brain, self.project_id, self.agent_id, frame)
+        # agent_status, registry_delta and error are accepted after verifying them.
         return None
+
+    async def _worker_seen(self, conn: Conn, payload: dict[str, Any], now: datetime) -> int:
+        """Record this worker's contact; lost tasks it reports running go back to started."""
+        if not self.worker_id:
+            return 0
+        active = worker_store.active_ids(payload)
+        await worker_store.seen(conn, self.project_id, self.agent_id, self.worker_id, now, active)
+        if not active:
+            return 0
+        return await lost_store.restore_active(
+            conn, self.project_id, self.agent_id, self.worker_id, active
+        )
+
+    async def verified(self, frame: Any) -> dict[str, Any]:
+        """The frame, once authentic and new to this session (its replay memory here)."""
+        return self.verifier.verify(frame)
+
+    async def signer_for(self, count: int) -> FrameSigner:
+        """A signer good for the next ``count`` frames of this session."""
+        return self.signer
+
+    async def command_frames(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The signed ``command`` frames of claimed commands: each frame id is the command id,
+        which the agents' ack and result name."""
+        signer = await self.signer_for(len(rows))
+        return [
+            signer.sign("command", command_frame_payload(row), frame_id=str(row["id"]))
+            for row in rows
+        ]
 
     async def _event_batch(
         self, frame_id: str, payload: dict[str, Any], suspect: bool
@@ -134,7 +178,12 @@ class AgentSession:
                 f"event_batch needs an events list of <= {MAX_BATCH_EVENTS}", CLOSE_BAD_HELLO
             )
         outcome = await ingest_batch(
-            self.brain, self.project_id, self.agent_id, events, suspect=suspect
+            self.brain,
+            self.project_id,
+            self.agent_id,
+            events,
+            suspect=suspect,
+            worker_id=self.worker_id,
         )
         ack: dict[str, Any] = {
             "acked_id": frame_id,
@@ -149,13 +198,9 @@ class AgentSession:
             ]
         if outcome.repaired:
             ack["repaired"] = outcome.repaired
-        return self.signer.sign("event_batch_ack", ack)
+        return (await self.signer_for(1)).sign("event_batch_ack", ack)
 
-    def refused_frame(self, refused: FrameRefused) -> dict[str, Any]:
-        """The answer to a frame that could not be parsed, so the agent never sends it again.
-
-        An ``event_batch`` whose id can be read is acked with all of it refused (the agent
-        deletes it from its buffer); anything else gets an ``error`` frame naming it."""
+    def note_refused(self, refused: FrameRefused) -> None:
         log.warning(
             "agent %s: frame %s (%s) refused: %s",
             self.agent_id,
@@ -163,8 +208,16 @@ class AgentSession:
             refused.frame_type,
             refused.reason,
         )
+
+    async def refused_frame(self, refused: FrameRefused) -> dict[str, Any]:
+        """The answer to a frame that could not be parsed, so the agent never sends it again.
+
+        An ``event_batch`` whose id can be read is acked with all of it refused (the agent
+        deletes it from its buffer); anything else gets an ``error`` frame naming it."""
+        self.note_refused(refused)
+        signer = await self.signer_for(1)
         if refused.frame_type == "event_batch" and refused.frame_id is not None:
-            return self.signer.sign(
+            return signer.sign(
                 "event_batch_ack",
                 {
                     "acked_id": refused.frame_id,
@@ -174,7 +227,7 @@ class AgentSession:
                     "refused_frame": refused.reason,
                 },
             )
-        return self.signer.sign(
+        return signer.sign(
             "error",
             {
                 "code": "frame_refused",
@@ -187,6 +240,11 @@ class AgentSession:
     async def disconnected(self) -> None:
         if not self.greeted:
             return
+        if self.worker_id:
+            async with self.brain.project_tx(self.project_id) as conn:
+                await worker_store.disconnected(
+                    conn, self.agent_id, self.worker_id, datetime.now(UTC)
+                )
         others = [k for k in self.brain.live if k[0] == self.agent_id]
         if not others:
             async with self.brain.project_tx(self.project_id) as conn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -12,6 +13,7 @@ from z4j_agent.protocol import CLOSE_BAD_HELLO, CLOSE_REPLACED, FrameError
 
 from z4j.api.agent_session import AgentSession, authenticate
 from z4j.brain import Brain
+from z4j.controllers.commands import pump
 from z4j.ingest.frames import FrameRefused, parse_frame
 
 log = logging.getLogger("z4j.agent_ws")
@@ -41,6 +43,10 @@ async def agent_websocket(ws: WebSocket) -> None:
     brain: Brain = ws.app.state.brain
     session: AgentSession | None = None
     key = None
+    commands: asyncio.Task[None] | None = None
+    # Signing and sending happen under one lock, so frames leave in sequence order whether
+    # they are replies or commands.
+    sending = asyncio.Lock()
     await ws.accept()
     try:
         agent = await authenticate(brain, ws.headers.get("authorization"))
@@ -55,13 +61,29 @@ async def agent_websocket(ws: WebSocket) -> None:
         brain.live[key] = _Live(ws)
         if previous is not None:
             await previous.close(CLOSE_REPLACED, "replaced by a newer connection")
+        greeted = session
+
+        async def send_command(row: dict[str, Any]) -> None:
+            async with sending:
+                (frame,) = await greeted.command_frames([row])
+                await ws.send_text(json.dumps(frame))
+
+        commands = asyncio.create_task(
+            pump(brain, session.project_id, session.agent_id, send_command)
+        )
         while True:
             try:
-                reply = await session.handle(*await _receive(ws))
+                frame: tuple[Any, bool] | None = await _receive(ws)
             except FrameRefused as exc:
-                reply = session.refused_frame(exc)
-            if reply is not None:
-                await ws.send_text(json.dumps(reply))
+                frame, refused = None, exc
+            async with sending:
+                reply = (
+                    await session.refused_frame(refused)
+                    if frame is None
+                    else await session.handle(*frame)
+                )
+                if reply is not None:
+                    await ws.send_text(json.dumps(reply))
     except FrameError as exc:
         log.warning(
             "closing agent connection: %s", exc.reason, extra={"close_code": exc.close_code}
@@ -70,6 +92,9 @@ async def agent_websocket(ws: WebSocket) -> None:
     except WebSocketDisconnect:
         pass
     finally:
+        if commands is not None:
+            commands.cancel()
+            await asyncio.gather(commands, return_exceptions=True)
         if (
             key is not None
             and brain.live.get(key) is not None

@@ -5,10 +5,13 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import psycopg
 from platformkit.db.pool import with_database
 from platformkit.testing.services import free_port
@@ -45,3 +48,23 @@ async def bench_brain(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
         shutil.rmtree(root, ignore_errors=True)
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q`` quantile of times in seconds, in milliseconds to two places."""
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+
+async def timed(
+    client: httpx.AsyncClient, url: str, params: dict[str, Any], requests: int
+) -> tuple[list[float], httpx.Response]:
+    """``requests`` GETs of ``url``, each timed and each required to succeed: the times in
+    seconds and the last answer."""
+    times = []
+    for _ in range(requests):
+        began = time.perf_counter()
+        resp = await client.get(url, params=params)
+        times.append(time.perf_counter() - began)
+        resp.raise_for_status()
+    return times, resp

@@ -7,6 +7,13 @@ from send to ack. The client shares the machine with the brain, so it encodes ev
 before the clock starts and only signs each frame (a fresh timestamp, nonce and sequence
 number around the encoded payload) when it sends it. ``cpu_ms_per_1000_events`` splits the CPU
 time of the timed phase between this client, the brain's processes and PostgreSQL's backends.
+
+With ``purge_history`` (``--purge-history N``), the same run is made twice on fresh brains:
+once as above, once with N events (on N/3 tasks) received 40 days ago seeded into the agent's
+project just before the timed phase, past the default retention, while the brain's retention
+controller runs every second (``Z4J_RETENTION_INTERVAL_SECONDS=1``), so it purges that history
+while the events arrive. Both results are returned; the second says how much history was
+deleted during the timed phase.
 """
 
 from __future__ import annotations
@@ -117,10 +124,61 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
+async def _seed_history(server: BrainProcess, project_id: str, events: int) -> None:
+    """``events`` events, three per task, received 40 days ago (one transaction)."""
+    async with await psycopg.AsyncConnection.connect(server.admin_url) as conn:
+        await conn.execute(
+            "INSERT INTO tasks (id, project_id, engine, name, state, created_at, updated_at)"
+            " SELECT gen_random_uuid(), %(p)s, 'celery', 'app.tasks.old', 'succeeded',"
+            " now() - interval '40 days' + i * interval '1 ms',"
+            " now() - interval '40 days' + i * interval '1 ms'"
+            " FROM generate_series(1, %(n)s) i",
+            {"p": project_id, "n": max(1, events // 3)},
+        )
+        await conn.execute(
+            "INSERT INTO events (id, task_id, project_id, event_type, ts, created_at)"
+            " SELECT gen_random_uuid(), t.id, t.project_id, k, t.created_at, t.created_at"
+            " FROM tasks t, unnest(ARRAY['task_sent', 'started', 'succeeded']) k"
+            " WHERE t.project_id = %(p)s AND t.name = 'app.tasks.old'",
+            {"p": project_id},
+        )
+
+
+async def _history_left(server: BrainProcess) -> int:
+    async with await psycopg.AsyncConnection.connect(server.admin_url) as conn:
+        cur = await conn.execute(
+            "SELECT (SELECT count(*) FROM tasks WHERE name = 'app.tasks.old')"
+            " + (SELECT count(*) FROM events WHERE created_at < now() - interval '30 days')"
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+
 async def run(
-    events: int, batch: int, connections: int, workers: int, database_url: str | None
+    events: int,
+    batch: int,
+    connections: int,
+    workers: int,
+    database_url: str | None,
+    purge_history: int = 0,
+) -> list[dict[str, Any]]:
+    results = [await _run(events, batch, connections, workers, database_url, 0)]
+    if purge_history:
+        results.append(await _run(events, batch, connections, workers, database_url, purge_history))
+    return results
+
+
+async def _run(
+    events: int,
+    batch: int,
+    connections: int,
+    workers: int,
+    database_url: str | None,
+    purge_history: int,
 ) -> dict[str, Any]:
-    async with bench_brain(database_url, workers) as server:
+    env = {"Z4J_RETENTION_INTERVAL_SECONDS": "1"} if purge_history else {}
+    history: dict[str, int] = {}
+    async with bench_brain(database_url, workers, env) as server:
         creds = await server.new_agent("bench")
         per_conn = events // connections
         plans = []
@@ -133,11 +191,18 @@ async def run(
         # Warm up one batch per connection so connection setup is not measured.
         latencies: list[float] = []
         await asyncio.gather(*(_agent(server, creds, [p[0]], []) for p in plans))
+        if purge_history:
+            await _seed_history(server, creds["project_id"], purge_history)
+            history["seeded_rows"] = await _history_left(server)
         cpu_before = await _cpu_seconds(server) if cpu.available() else None
         began = time.perf_counter()
         counts = await asyncio.gather(*(_agent(server, creds, p[1:], latencies) for p in plans))
         elapsed = time.perf_counter() - began
         cpu_after = await _cpu_seconds(server) if cpu.available() else None
+        if purge_history:
+            left = await _history_left(server)
+            history["purged_during_ingest"] = history["seeded_rows"] - left
+            history["left_after_ingest"] = left
     total = sum(counts)
     cpu_ms = (
         {
@@ -160,4 +225,5 @@ async def run(
         "cpu_ms_per_1000_events": cpu_ms,
         "unit": "events/s",
         "path": "signed frames over WebSocket -> PostgreSQL",
+        "purge": history or None,
     }

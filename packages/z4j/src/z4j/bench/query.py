@@ -8,16 +8,20 @@ second page by cursor, and a search in args within the last day.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import sys
 import time
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import psycopg
 
-from z4j.bench.harness import bench_brain
+from z4j.bench.harness import bench_brain, pct, timed
+from z4j.testing import BrainProcess
 
 EMAIL, PASSWORD = "bench@example.com", "bench-password-1"
 NAMES = [f"app.tasks.job_{i:02d}" for i in range(50)]
@@ -85,13 +89,22 @@ def _ago(seconds: int) -> str:
     return (datetime.now(UTC) - timedelta(seconds=seconds)).isoformat()
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+@dataclass(frozen=True)
+class Loaded:
+    """A brain whose one project holds the loaded tasks, and a client signed in to it."""
+
+    server: BrainProcess
+    client: httpx.AsyncClient
+    project: uuid.UUID
+    load_seconds: float
 
 
-async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
+@contextlib.asynccontextmanager
+async def loaded_project(
+    database_url: str | None, tasks: int, request_timeout: float
+) -> AsyncIterator[Loaded]:
+    """A fresh brain with ``tasks`` tasks loaded into one project, and a client signed in as
+    the admin made a viewer of that project."""
     async with bench_brain(
         database_url, env={"Z4J_ADMIN_EMAIL": EMAIL, "Z4J_ADMIN_PASSWORD": PASSWORD}
     ) as server:
@@ -104,36 +117,38 @@ async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[
                 (project,),
             )
         load_seconds = load(server.admin_url, project, creds["agent_id"], tasks)
-        async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        async with httpx.AsyncClient(base_url=server.url, timeout=request_timeout) as client:
             r = await client.post("/api/v1/auth/login", json={"email": EMAIL, "password": PASSWORD})
             r.raise_for_status()
-            url = f"/api/v1/projects/{project}/tasks"
-            all_times: list[float] = []
-            cases = _cases(tasks)
-            first = (await client.get(url, params={"limit": 50})).json()
-            cases["page2_cursor"] = {"cursor": first.get("next_cursor") or ""}
-            for name, params in cases.items():
-                times = []
-                for _ in range(requests):
-                    began = time.perf_counter()
-                    resp = await client.get(url, params={"limit": 50, **params})
-                    times.append(time.perf_counter() - began)
-                    resp.raise_for_status()
-                if name != SEARCH_CASE:  # a full-text scan of a day; reported on its own
-                    all_times += times
-                results.append(
-                    {
-                        "benchmark": "z4j.query",
-                        "case": name,
-                        "tasks": tasks,
-                        "requests": requests,
-                        "p50_ms": _pct(times, 0.5),
-                        "p95_ms": _pct(times, 0.95),
-                        "p99_ms": _pct(times, 0.99),
-                        "mean_ms": round(statistics.mean(times) * 1000, 2),
-                        "rows": len(resp.json().get("items", [])),
-                    }
-                )
+            yield Loaded(server, client, project, load_seconds)
+
+
+async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+    async with loaded_project(database_url, tasks, request_timeout=30) as loaded:
+        client, load_seconds = loaded.client, loaded.load_seconds
+        url = f"/api/v1/projects/{loaded.project}/tasks"
+        all_times: list[float] = []
+        cases = _cases(tasks)
+        first = (await client.get(url, params={"limit": 50})).json()
+        cases["page2_cursor"] = {"cursor": first.get("next_cursor") or ""}
+        for name, params in cases.items():
+            times, resp = await timed(client, url, {"limit": 50, **params}, requests)
+            if name != SEARCH_CASE:  # a full-text scan of a day; reported on its own
+                all_times += times
+            results.append(
+                {
+                    "benchmark": "z4j.query",
+                    "case": name,
+                    "tasks": tasks,
+                    "requests": requests,
+                    "p50_ms": pct(times, 0.5),
+                    "p95_ms": pct(times, 0.95),
+                    "p99_ms": pct(times, 0.99),
+                    "mean_ms": round(statistics.mean(times) * 1000, 2),
+                    "rows": len(resp.json().get("items", [])),
+                }
+            )
         results.append(
             {
                 "benchmark": "z4j.query",
@@ -141,9 +156,9 @@ async def run(tasks: int, requests: int, database_url: str | None) -> list[dict[
                 "excludes": SEARCH_CASE,
                 "tasks": tasks,
                 "requests": len(all_times),
-                "p50_ms": _pct(all_times, 0.5),
-                "p95_ms": _pct(all_times, 0.95),
-                "p99_ms": _pct(all_times, 0.99),
+                "p50_ms": pct(all_times, 0.5),
+                "p95_ms": pct(all_times, 0.95),
+                "p99_ms": pct(all_times, 0.99),
                 "load_seconds": round(load_seconds, 1),
                 "unit": "ms",
                 "path": "HTTP GET task list (session cookie) -> PostgreSQL",

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from starlette.responses import RedirectResponse, Response
 
 from z4j.actions import sessions, users
 from z4j.actions.errors import (
+    AuthRequired,
     InvalidCredentials,
     InvalidInput,
     SetupUnavailable,
@@ -53,10 +55,13 @@ async def home(request: Request) -> Response:
 
 
 @router.get("/login")
-async def login_page(request: Request, next: str = "/projects") -> Response:
+async def login_page(
+    request: Request, next: str = "/projects", reset: bool = False, email: str = ""
+) -> Response:
     if session_of(request) is not None:
         return RedirectResponse(safe_next(next), status_code=303)
-    return form_page(request, "login.html", next=safe_next(next), email="")
+    notice = "Your password is changed; sign in with the new one." if reset else None
+    return form_page(request, "login.html", next=safe_next(next), email=email, notice=notice)
 
 
 @router.post("/login")
@@ -76,6 +81,44 @@ async def login_submit(request: Request) -> Response:
         )
         page.headers.update(exc.headers)
         return page
+    if signed.mfa_pending:
+        response = RedirectResponse(f"/login/mfa?{urlencode({'next': target})}", status_code=303)
+        cookies.set_session(
+            request, response, brain_of(request).settings, signed.cookie, signed.expires_at
+        )
+        return response
+    return _signed_in(request, signed, target)
+
+
+@router.get("/login/mfa")
+async def mfa_page(request: Request, next: str = "/projects") -> Response:
+    user = await sessions.mfa_pending_user(brain_of(request), request.cookies.get(cookies.SESSION))
+    if user is None:
+        return RedirectResponse("/login", status_code=303)
+    return form_page(request, "login_mfa.html", next=safe_next(next), pending=user)
+
+
+@router.post("/login/mfa")
+async def mfa_submit(request: Request) -> Response:
+    form = await anonymous_form(request)
+    brain, target = brain_of(request), safe_next(field(form, "next"))
+    cookie = request.cookies.get(cookies.SESSION)
+    try:
+        signed = await sessions.complete_mfa(
+            brain, cookie, field(form, "code"), client_address(request)
+        )
+    except (InvalidInput, SignInThrottled) as exc:
+        user = await sessions.mfa_pending_user(brain, cookie)
+        if user is None:
+            return RedirectResponse("/login", status_code=303)
+        page = form_page(
+            request, "login_mfa.html", status=exc.status, next=target, pending=user,
+            error=exc.detail or exc.title,
+        )  # fmt: skip
+        page.headers.update(exc.headers)
+        return page
+    except AuthRequired:
+        return RedirectResponse("/login", status_code=303)
     return _signed_in(request, signed, target)
 
 

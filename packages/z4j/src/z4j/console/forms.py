@@ -8,16 +8,18 @@ middleware's Origin check.
 
 from __future__ import annotations
 
-import hmac
-import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from platformkit.http.formcsrf import form_token, form_token_valid, remember_form_token
 from starlette.datastructures import FormData
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import RedirectResponse, Response
 
 from z4j.actions import sessions
 from z4j.actions.context import Ctx
-from z4j.actions.errors import CsrfRejected
+from z4j.actions.errors import CsrfRejected, Z4jError
 from z4j.api.v1 import cookies
 from z4j.api.v1.deps import brain_of, require_ctx
 
@@ -38,21 +40,44 @@ async def signed_in_form(request: Request) -> tuple[Ctx, FormData]:
     return ctx, form
 
 
+async def submit_project_form(
+    request: Request,
+    project_id: uuid.UUID,
+    action: Callable[[Ctx, FormData], Awaitable[str | None]],
+    *,
+    page: Callable[..., Awaitable[Response]],
+    shown: tuple[type[Z4jError], ...],
+    kept: Callable[[FormData], dict[str, Any]],
+) -> Response:
+    """Run ``action(ctx, form)`` on a project page's signed-in form: back to the page
+    (``page(request, ctx, project_id, ...)``) with its notice, or with a ``shown`` error and
+    what ``kept`` keeps of the form. An action returning None took the caller out of the
+    project: on to the project list. A project the caller cannot see is an error page."""
+    ctx, form = await signed_in_form(request)
+    try:
+        notice = await action(ctx, form)
+    except shown as exc:
+        if exc.code == "project.not_found":
+            raise
+        return await page(request, ctx, project_id, status=exc.status,
+                          error=exc.detail or exc.title, **kept(form))  # fmt: skip
+    if notice is None:
+        return RedirectResponse("/projects", status_code=303)
+    return await page(request, ctx, project_id, notice=notice)
+
+
 def anonymous_token(request: Request) -> str:
     """The double-submit token for a sign-in or setup form (reuses the cookie's value)."""
-    current = request.cookies.get(cookies.FORM_CSRF, "")
-    return current if 20 <= len(current) <= 64 else secrets.token_urlsafe(24)
+    return form_token(request, cookies.FORM_CSRF)
 
 
 def remember_anonymous_token(response: Response, request: Request, token: str) -> None:
-    if request.cookies.get(cookies.FORM_CSRF) != token:
-        cookies.set_form_csrf(request, response, brain_of(request).settings, token)
+    policy = cookies.policy(brain_of(request).settings)
+    remember_form_token(request, response, policy, cookies.FORM_CSRF, token)
 
 
 async def anonymous_form(request: Request) -> FormData:
     form = await request.form()
-    cookie = request.cookies.get(cookies.FORM_CSRF, "")
-    posted = field(form, "csrf_token")
-    if not cookie or not hmac.compare_digest(cookie.encode(), posted.encode()):
+    if not form_token_valid(request, cookies.FORM_CSRF, field(form, "csrf_token")):
         raise CsrfRejected("The form expired; reload the page and try again.")
     return form

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
+from starlette.datastructures import FormData
 from starlette.responses import RedirectResponse, Response
 
-from z4j.actions import invitations, members, sessions
+from z4j.actions import invitations, members, mfa, retention, sessions
 from z4j.actions.access import access_project
 from z4j.actions.context import Ctx
 from z4j.actions.errors import (
@@ -22,7 +24,7 @@ from z4j.actions.errors import (
 from z4j.api.v1 import cookies
 from z4j.api.v1.deps import brain_of, optional_ctx, require_ctx
 from z4j.console.auth_pages import form_page
-from z4j.console.forms import anonymous_form, field, signed_in_form
+from z4j.console.forms import anonymous_form, field, signed_in_form, submit_project_form
 from z4j.console.render import render
 from z4j.domain.roles import Permission, Role
 
@@ -52,29 +54,19 @@ async def _page(
         roles=[r.value for r in Role],
         members=await members.list_members(ctx, project_id),
         invitations=pending,
+        retention=await retention.read(ctx, project_id),
         **context,
     )
 
 
-async def _submit(request: Request, project_id: uuid.UUID, action: Any) -> Response:
+async def _submit(
+    request: Request,
+    project_id: uuid.UUID,
+    action: Callable[[Ctx, FormData], Awaitable[str | None]],
+) -> Response:
     """Run ``action(ctx, form)``; back to the page with a notice, or with the error shown."""
-    ctx, form = await signed_in_form(request)
-    try:
-        notice = await action(ctx, form)
-    except _SHOWN as exc:
-        if exc.code == "project.not_found":
-            raise
-        return await _page(
-            request,
-            ctx,
-            project_id,
-            status=exc.status,
-            error=exc.detail or exc.title,
-            email=field(form, "email"),
-        )
-    if notice is None:  # the caller left the project
-        return RedirectResponse("/projects", status_code=303)
-    return await _page(request, ctx, project_id, notice=notice)
+    return await submit_project_form(request, project_id, action, page=_page, shown=_SHOWN,
+                                     kept=lambda form: {"email": field(form, "email")})  # fmt: skip
 
 
 @router.get("/projects/{project_id}/members")
@@ -125,6 +117,31 @@ async def remove(request: Request, project_id: uuid.UUID, user_id: uuid.UUID) ->
         return None if ctx.actor.id == user_id else "Member removed."
 
     return await _submit(request, project_id, drop)
+
+
+@router.post("/projects/{project_id}/require-mfa")
+async def require_mfa(request: Request, project_id: uuid.UUID) -> Response:
+    async def switch(ctx: Ctx, form: Any) -> str:
+        required = field(form, "required") == "1"
+        await mfa.set_project_requirement(ctx, project_id, required)
+        return "Two-factor sign-in is now required." if required else "No longer required."
+
+    return await _submit(request, project_id, switch)
+
+
+@router.post("/projects/{project_id}/retention")
+async def change_retention(request: Request, project_id: uuid.UUID) -> Response:
+    async def save(ctx: Ctx, form: Any) -> str:
+        values: dict[str, object] = {"timezone": field(form, "timezone").strip()}
+        keys = field(form, "redact_keys").replace(",", " ").split()
+        values["redact_keys"] = keys
+        for key in ("task_retention_days", "event_retention_days"):
+            text = field(form, key).strip()
+            values[key] = int(text) if text.isdigit() and len(text) <= 6 else text
+        await retention.change(ctx, project_id, values)
+        return "Retention saved."
+
+    return await _submit(request, project_id, save)
 
 
 @router.get("/invite/{token}")

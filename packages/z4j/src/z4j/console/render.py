@@ -1,17 +1,20 @@
 """Rendering dashboard pages: the Jinja2 environment, its filters, and the page helpers.
 
-Times are shown relative ("3 min ago") with the absolute UTC time beside or in the title; the
-page script keeps the relative text fresh, and without script it is right as of the render.
+Times are shown relative ("3 min ago") with the absolute time beside or in the title, in the
+project's time zone (``projects.settings.timezone``, UTC by default) and named with its zone;
+the page script keeps the relative text fresh, and without script it is right as of the render.
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from contextvars import ContextVar
+from datetime import UTC, datetime, tzinfo
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from platformkit.http import ProblemError
@@ -22,6 +25,7 @@ from z4j import __version__
 from z4j.actions import sessions
 from z4j.actions.errors import AuthRequired
 from z4j.api.v1.deps import session_of
+from z4j.domain.retention import of_settings
 
 TEMPLATES = Path(str(files("z4j") / "templates"))
 STATIC = Path(str(files("z4j") / "static"))
@@ -42,10 +46,27 @@ def reltime(value: datetime | None, now: datetime | None = None) -> str:
     return "just now"
 
 
+# The zone of the page being rendered: the project's, set by ``render`` for its duration.
+ZONE: ContextVar[tzinfo] = ContextVar("z4j_page_zone", default=UTC)
+
+
+def zone_of(project: Any) -> tzinfo:
+    """The time zone a project's pages show times in."""
+    settings = project.get("settings") if isinstance(project, dict) else None
+    name = of_settings(settings).timezone
+    return UTC if name == "UTC" else ZoneInfo(name)
+
+
+def zone_name(zone: tzinfo | None = None) -> str:
+    zone = zone or ZONE.get()
+    return str(getattr(zone, "key", None) or zone.tzname(None) or "UTC")
+
+
 def abstime(value: datetime | None) -> str:
+    """``2026-01-31 13:00:00 CET``: in the page's zone, with the zone's abbreviation."""
     if value is None:
         return ""
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return value.astimezone(ZONE.get()).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def isotime(value: datetime | None) -> str:
@@ -54,7 +75,7 @@ def isotime(value: datetime | None) -> str:
 
 def precise(value: datetime | None) -> str:
     """Agent-clock times on the timeline: milliseconds matter there."""
-    return "" if value is None else value.astimezone(UTC).strftime("%H:%M:%S.%f")[:-3]
+    return "" if value is None else value.astimezone(ZONE.get()).strftime("%H:%M:%S.%f")[:-3]
 
 
 def duration(ms: float | None) -> str:
@@ -81,6 +102,7 @@ env = Environment(
 env.filters.update(
     reltime=reltime,
     abstime=abstime,
+    zone_name=zone_name,
     isotime=isotime,
     duration=duration,
     pretty_json=pretty_json,
@@ -101,7 +123,13 @@ def render(
     context.setdefault("user", session.user if session else None)
     context.setdefault("csrf", sessions.csrf_token(brain, session.session_id) if session else "")
     context.setdefault("path", request.url.path)
-    html = env.get_template(template).render(request=request, **context)
+    zone = zone_of(context.get("project"))
+    context.setdefault("zone", zone_name(zone))
+    token = ZONE.set(zone)
+    try:
+        html = env.get_template(template).render(request=request, **context)
+    finally:
+        ZONE.reset(token)
     out = HTMLResponse(html, status_code=status, headers=headers)
     out.headers.setdefault("Cache-Control", "no-store")
     return out

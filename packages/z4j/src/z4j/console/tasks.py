@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,6 +15,9 @@ from z4j.api.v1.deps import require_ctx
 from z4j.api.v1.task_query import build_filters, parse_limit
 from z4j.console.projects import stream_url
 from z4j.console.render import render, render_fragment, wants_fragment
+from z4j.domain.notices import unreported_start
+from z4j.domain.task_story import result_of, retries_of
+from z4j.domain.taskstate import TaskState, is_retriable
 from z4j.store.tasks_read import TASK_STATES, Cursor
 
 router = APIRouter(include_in_schema=False)
@@ -76,11 +80,26 @@ async def task_list(request: Request, project_id: uuid.UUID) -> Response:
 async def task_detail(request: Request, project_id: uuid.UUID, task_id: uuid.UUID) -> Response:
     ctx = require_ctx(request)
     detail = await tasks.access_task(ctx, project_id, task_id)
+    task = detail.task
+    has_result, result = result_of(detail.events)
     context: dict[str, Any] = {
         "project": detail.access.project,
         "access": detail.access,
-        "task": detail.task,
+        "task": task,
         "events": detail.events,
+        "notice": unreported_start(
+            TaskState(task["state"]),
+            task["worker"],
+            task["enqueued_at"],
+            datetime.now(UTC),
+            timedelta(seconds=ctx.brain.settings.no_start_after_seconds),
+        ),
+        "retriable": is_retriable(TaskState(task["state"])),  # Retry is the page's first action
+        "retry_of": detail.retry_of,
+        "commands": detail.commands,
+        "has_result": has_result,
+        "result": result,
+        "retry_reasons": retries_of(detail.events),
     }
     if wants_fragment(request):
         return render_fragment(request, "_task_body.html", **context)

@@ -34,8 +34,14 @@ class Permission(StrEnum):
     PROJECT_READ = "project.read"  # tasks, events, agents, members: everything shown
     TASK_RETRY = "task.retry"
     TASK_CANCEL = "task.cancel"
+    QUEUE_MANAGE = "queue.manage"  # purge a queue, rate-limit a task name
+    WORKER_MANAGE = "worker.manage"  # grow or shrink a pool, restart a worker
+    SCHEDULE_MANAGE = "schedule.manage"  # create, edit, switch, run and delete schedules
     AGENT_MANAGE = "agent.manage"  # create and delete agents (and so see their secrets once)
     MEMBER_MANAGE = "member.manage"
+    AUDIT_READ = "audit.read"  # the project's audit log, its export
+    RETENTION_MANAGE = "retention.manage"  # how long tasks and events are kept, time zone
+    ALERT_MANAGE = "alert.manage"  # alert rules: what is watched and who is told
     PROJECT_MANAGE = "project.manage"  # settings, deletion, granting owner
 
 
@@ -44,8 +50,14 @@ MINIMUM_ROLE: dict[Permission, Role] = {
     Permission.PROJECT_READ: Role.VIEWER,
     Permission.TASK_RETRY: Role.OPERATOR,
     Permission.TASK_CANCEL: Role.OPERATOR,
+    Permission.QUEUE_MANAGE: Role.OPERATOR,
+    Permission.WORKER_MANAGE: Role.OPERATOR,
+    Permission.SCHEDULE_MANAGE: Role.OPERATOR,
     Permission.AGENT_MANAGE: Role.ADMIN,
     Permission.MEMBER_MANAGE: Role.ADMIN,
+    Permission.AUDIT_READ: Role.ADMIN,
+    Permission.RETENTION_MANAGE: Role.ADMIN,
+    Permission.ALERT_MANAGE: Role.ADMIN,
     Permission.PROJECT_MANAGE: Role.OWNER,
 }
 

@@ -69,3 +69,32 @@ def winner(current: Claim | None, claim: Claim) -> Claim:
 
 def finished_at(state: TaskState, state_at: datetime) -> datetime | None:
     return state_at if state in TERMINAL else None
+
+
+# What a person may run again: a task that ended without its result. Cancelled was a person's
+# choice and retried has a later attempt of its own.
+RETRIABLE = frozenset({TaskState.FAILED, TaskState.LOST})
+
+
+def is_retriable(state: TaskState) -> bool:
+    return state in RETRIABLE
+
+
+def retriable_states() -> tuple[str, ...]:
+    """The task list's filter for "what can be retried", in the vocabulary's order."""
+    return tuple(s.value for s in TaskState if s in RETRIABLE)
+
+
+# A task can only be lost while a worker runs it: pending tasks still wait in the broker, which
+# delivers them again, and a terminal state is final.
+LOSABLE = frozenset({TaskState.STARTED})
+
+
+def lost_claim(current: Claim) -> Claim | None:
+    """The claim the brain makes when ``current``'s worker is gone, or None when it cannot be
+    lost. It keeps the agent time and attempt of the started claim, and wins over it only by
+    rank, so any later real event of the task (a finish, a retry, a next attempt) still wins."""
+    state, at, attempt = current
+    if state not in LOSABLE:
+        return None
+    return (TaskState.LOST, at, attempt)

@@ -19,7 +19,8 @@ import psycopg
 
 from z4j.brain import Brain, signal_change
 from z4j.domain.storable_events import Refusal, Screened, event_id_of, screen_events
-from z4j.ingest.fold import fold_batch
+from z4j.ingest import metrics, project_keys
+from z4j.ingest.fold import Folded, fold_batch
 from z4j.store import agents as agent_store
 from z4j.store.ingest import write_folded
 
@@ -47,24 +48,30 @@ async def ingest_batch(
     events: list[Any],
     *,
     suspect: bool,
+    worker_id: str | None = None,
 ) -> BatchOutcome:
     """Store ``events``; ``suspect`` is the parse's verdict that the batch may hold values
-    PostgreSQL cannot store (``platformkit.boundedjson.loads_for_storage``)."""
+    PostgreSQL cannot store (``platformkit.boundedjson.loads_for_storage``); ``worker_id`` is
+    the sending connection's worker."""
     screened = screen_events(events) if suspect else Screened(events)
     outcome = BatchOutcome(len(events), refused=list(screened.refused), repaired=screened.repaired)
-    folded = fold_batch(project_id, screened.events)
+    keys = await project_keys.redact_keys(brain, project_id)
+    folded = fold_batch(project_id, screened.events, keys)
     try:
         # One round trip for the writes (pipelined), one for the commit; the change signal
         # goes out with the commit, so a dashboard never wakes up before the rows are visible.
         async with brain.project_tx(project_id) as conn, conn.pipeline():
-            await write_folded(conn, project_id, agent_id, folded)
+            await write_folded(conn, project_id, agent_id, folded, worker_id)
             await agent_store.touch(conn, agent_id, datetime.now(UTC))
             await signal_change(conn)
     except DATA_ERRORS:
-        outcome.accepted = await _one_by_one(brain, project_id, agent_id, screened, outcome)
+        outcome.accepted = await _one_by_one(
+            brain, project_id, agent_id, screened, outcome, worker_id, keys
+        )
     else:
         outcome.accepted = folded.accepted
         outcome.refused += [_at(screened, r) for r in folded.refused]
+        metrics.observe(project_id, folded)
     outcome.refused.sort(key=lambda r: r.index)
     for refusal in outcome.refused[:MAX_REFUSALS_LISTED]:
         log.warning(
@@ -83,14 +90,17 @@ async def _one_by_one(
     agent_id: uuid.UUID,
     screened: Screened,
     outcome: BatchOutcome,
+    worker_id: str | None,
+    keys: tuple[str, ...],
 ) -> int:
     accepted = 0
+    stored: list[Folded] = []
     async with brain.project_tx(project_id) as conn:
         for index, event in enumerate(screened.events):
-            folded = fold_batch(project_id, [event])
+            folded = fold_batch(project_id, [event], keys)
             try:
                 async with conn.transaction():
-                    await write_folded(conn, project_id, agent_id, folded)
+                    await write_folded(conn, project_id, agent_id, folded, worker_id)
             except DATA_ERRORS as exc:
                 reason = f"not storable: {_describe(exc)}"
                 outcome.refused.append(
@@ -98,11 +108,14 @@ async def _one_by_one(
                 )
                 continue
             accepted += folded.accepted
+            stored.append(folded)
             outcome.refused += [
                 _at(screened, Refusal(index, r.event_id, r.reason)) for r in folded.refused
             ]
         await agent_store.touch(conn, agent_id, datetime.now(UTC))
         await signal_change(conn)
+    for folded in stored:
+        metrics.observe(project_id, folded)
     return accepted
 
 

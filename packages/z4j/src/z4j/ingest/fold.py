@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from platformkit.storable import INT4_MAX, INT4_MIN
-from z4j_agent.events import redact_received_events_data
+from z4j_agent.events import redact_event_data, redact_received_events_data
 from z4j_agent.protocol import parse_ts
 
 from z4j.domain.storable_events import Refusal, event_id_of
@@ -179,8 +179,11 @@ def _typed_fields_problem(data: dict[str, Any]) -> str | None:
     return None
 
 
-def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
-    """Validate, redact and fold wire events; malformed ones are counted as rejected."""
+def fold_batch(
+    project_id: uuid.UUID, events: list[Any], redact_keys: tuple[str, ...] = ()
+) -> Folded:
+    """Validate, redact and fold wire events; malformed ones are counted as rejected.
+    ``redact_keys`` are the project's own sensitive key names, beside the built-in ones."""
     out = Folded()
     valid: list[tuple[Mapping, datetime, str, str, dict[str, Any], Any]] = []
     for index, raw in enumerate(events):
@@ -217,7 +220,12 @@ def fold_batch(project_id: uuid.UUID, events: list[Any]) -> Folded:
                 out.reject(index, raw, f"unknown kind {kind[:40]!r} or no task_id and id")
             continue
         valid.append((mapping, at, engine_task_id[:200], event_id[:200], data, raw))
-    redacted = redact_received_events_data([v[4] for v in valid])
+    datas = [v[4] for v in valid]
+    redacted = (
+        [redact_event_data(data, redact_keys) for data in datas]
+        if redact_keys
+        else redact_received_events_data(datas)
+    )
     for (mapping, at, engine_task_id, event_id, _sent, raw), data in zip(
         valid, redacted, strict=True
     ):

@@ -99,9 +99,39 @@ async def mark_stale_offline(conn: Conn, silent_for_seconds: int) -> int:
     return cur.rowcount
 
 
+async def start_reports(
+    conn: Conn, project_id: uuid.UUID, waited_seconds: float
+) -> dict[uuid.UUID, tuple[int, int]]:
+    """Per online worker agent (not a producer), over its tasks of the last hour since it
+    connected: how many still wait after ``waited_seconds``, and how many moved past pending."""
+    cur = await conn.execute(
+        """SELECT a.id,
+               count(*) FILTER (WHERE t.state = 'pending'
+                   AND t.enqueued_at < now() - make_interval(secs => %s)) AS waiting,
+               count(*) FILTER (WHERE t.state <> 'pending') AS progressed
+           FROM agents a JOIN tasks t ON t.project_id = a.project_id AND t.agent_id = a.id
+               AND t.created_at >= GREATEST(a.last_connect_at, now() - interval '1 hour')
+           WHERE a.project_id = %s AND a.state = 'online'
+               AND a.metadata ->> 'worker_role' IS DISTINCT FROM 'producer'
+           GROUP BY a.id""",
+        (waited_seconds, project_id),
+    )
+    return {row["id"]: (row["waiting"], row["progressed"]) for row in await cur.fetchall()}
+
+
 async def delete(conn: Conn, project_id: uuid.UUID, agent_id: uuid.UUID) -> bool:
     """Tasks and events keep their rows; the foreign keys set their agent_id to NULL."""
     cur = await conn.execute(
         "DELETE FROM agents WHERE project_id = %s AND id = %s", (project_id, agent_id)
     )
     return cur.rowcount > 0
+
+
+async def add_capability(conn: Conn, agent_id: uuid.UUID, engine: str, action: str) -> None:
+    """Add ``action`` to the agent's capabilities for ``engine``, keeping what it advertised."""
+    await conn.execute(
+        """UPDATE agents SET capabilities = jsonb_set(capabilities, ARRAY[%s],
+               COALESCE(capabilities -> %s, '[]'::jsonb) || to_jsonb(%s::text))
+           WHERE id = %s AND NOT COALESCE(capabilities -> %s, '[]'::jsonb) ? %s""",
+        (engine, engine, action, agent_id, engine, action),
+    )

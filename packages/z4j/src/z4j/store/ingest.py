@@ -22,11 +22,11 @@ from z4j.ingest.fold import Folded
 _UPSERT_TASKS = """
 INSERT INTO tasks AS t (id, project_id, agent_id, engine, engine_task_id, name, queue, state,
     state_at, state_attempt, args_redacted, kwargs_redacted, error, group_id, worker, enqueued_at,
-    started_at, finished_at, runtime_ms, retries)
+    started_at, finished_at, runtime_ms, retries, state_worker_id)
 SELECT u.id, %(project)s, %(agent)s, u.engine, u.engine_task_id, u.name, u.queue,
     COALESCE(u.state, 'pending'), u.state_at, u.state_attempt, u.args, u.kwargs, u.error,
     u.group_id, u.worker,
-    u.enqueued_at, u.started_at, u.finished_at, u.runtime_ms, u.retries
+    u.enqueued_at, u.started_at, u.finished_at, u.runtime_ms, u.retries, %(worker)s
 FROM jsonb_to_recordset(%(rows)s::jsonb)
     AS u(id uuid, engine text, engine_task_id text, name text, queue text, state task_state,
          state_at timestamptz, state_attempt int, args jsonb, kwargs jsonb, error jsonb,
@@ -51,6 +51,7 @@ ON CONFLICT (id) DO UPDATE SET
     error = CASE WHEN {wins} THEN EXCLUDED.error ELSE t.error END,
     finished_at = CASE WHEN {wins} THEN EXCLUDED.finished_at ELSE t.finished_at END,
     runtime_ms = CASE WHEN {wins} THEN EXCLUDED.runtime_ms ELSE t.runtime_ms END,
+    state_worker_id = CASE WHEN {wins} THEN EXCLUDED.state_worker_id ELSE t.state_worker_id END,
     updated_at = now()
 """.replace(
     "{wins}",
@@ -82,9 +83,14 @@ def _iso(value: datetime | None) -> str | None:
 
 
 async def write_folded(
-    conn: Conn, project_id: uuid.UUID, agent_id: uuid.UUID | None, folded: Folded
+    conn: Conn,
+    project_id: uuid.UUID,
+    agent_id: uuid.UUID | None,
+    folded: Folded,
+    worker_id: str | None = None,
 ) -> None:
-    """Apply ``folded`` inside the caller's project-scoped transaction."""
+    """Apply ``folded`` inside the caller's project-scoped transaction; ``worker_id`` is the
+    agent worker whose connection sent it (``tasks.state_worker_id`` of the states it sets)."""
     # A fixed lock order keeps concurrent batches touching the same tasks from deadlocking.
     tasks = sorted(folded.tasks.values(), key=lambda t: t.id)
     if tasks:
@@ -113,7 +119,12 @@ async def write_folded(
         ]
         await conn.execute(
             _UPSERT_TASKS,
-            {"project": project_id, "agent": agent_id, "rows": Jsonb(rows, fastjson.dumps)},
+            {
+                "project": project_id,
+                "agent": agent_id,
+                "worker": worker_id or None,
+                "rows": Jsonb(rows, fastjson.dumps),
+            },
         )
     if folded.events:
         # One JSON document for the whole column set: psycopg adapts it in a single dumps

@@ -7,6 +7,7 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 from platformkit.ids import uuid7
+from psycopg.types.json import Jsonb
 
 _COLUMNS = "p.id, p.name, p.settings, p.created_at, p.updated_at"
 
@@ -46,6 +47,21 @@ async def list_for_user(
     return await cur.fetchall()
 
 
+async def settings_of(conn: Conn, project_id: uuid.UUID) -> dict[str, Any]:
+    cur = await conn.execute("SELECT settings FROM projects WHERE id = %s", (project_id,))
+    row = await cur.fetchone()
+    return dict(row["settings"] or {}) if row else {}
+
+
 async def get_by_name(conn: Conn, name: str) -> dict[str, Any] | None:
     cur = await conn.execute(f"SELECT {_COLUMNS} FROM projects p WHERE p.name = %s", (name,))
     return await cur.fetchone()
+
+
+async def set_setting(conn: Conn, project_id: uuid.UUID, key: str, value: Any) -> None:
+    """Set one key of ``projects.settings`` (the rest stays)."""
+    await conn.execute(
+        "UPDATE projects SET settings = settings || jsonb_build_object(%s::text, %s::jsonb), "
+        "updated_at = now() WHERE id = %s",
+        (key, Jsonb(value), project_id),
+    )

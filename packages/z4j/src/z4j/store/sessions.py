@@ -54,3 +54,22 @@ async def delete_expired_for_user(conn: Conn, user_id: uuid.UUID) -> None:
     await conn.execute(
         "DELETE FROM sessions WHERE user_id = %s AND expires_at <= now()", (user_id,)
     )
+
+
+async def delete_for_user(conn: Conn, user_id: uuid.UUID, *, keep: uuid.UUID | None = None) -> int:
+    """End the user's sessions (all but ``keep``); how many ended."""
+    cur = await conn.execute(
+        "DELETE FROM sessions WHERE user_id = %s AND id IS DISTINCT FROM %s", (user_id, keep)
+    )
+    return cur.rowcount
+
+
+async def promote(
+    conn: Conn, session_id: uuid.UUID, expires_at: datetime, data: dict[str, Any]
+) -> bool:
+    """Turn a session waiting for its second factor into a full one."""
+    cur = await conn.execute(
+        "UPDATE sessions SET expires_at = %s, data = %s WHERE id = %s AND expires_at > now()",
+        (expires_at, Jsonb(data), session_id),
+    )
+    return cur.rowcount == 1

@@ -36,15 +36,18 @@ async def get_blob(conn: Conn, tenant_id: uuid.UUID, blob_id: uuid.UUID) -> Row 
     return await cur.fetchone()
 
 
-async def lock_live(conn: Conn, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> set[uuid.UUID]:
-    """The ids among ``ids`` of the tenant's blobs not past ``expires_at`` at the transaction's
-    time, locked until it ends (retention cannot delete them meanwhile)."""
+async def lock_live(
+    conn: Conn, tenant_id: uuid.UUID, ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, int]:
+    """The sizes by id of the tenant's blobs among ``ids`` not past ``expires_at`` at the
+    transaction's time, locked until it ends (retention cannot delete them meanwhile)."""
     cur = await conn.execute(
-        """SELECT id FROM blobs WHERE tenant_id = %s AND id = ANY(%s) AND expires_at > now()
-           ORDER BY id FOR UPDATE""",
+        """SELECT id, size_bytes FROM blobs
+            WHERE tenant_id = %s AND id = ANY(%s) AND expires_at > now()
+            ORDER BY id FOR UPDATE""",
         (tenant_id, list(ids)),
     )
-    return {row["id"] for row in await cur.fetchall()}
+    return {row["id"]: int(row["size_bytes"]) for row in await cur.fetchall()}
 
 
 async def reference(

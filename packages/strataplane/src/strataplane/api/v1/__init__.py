@@ -9,6 +9,7 @@ from strataplane.api.v1 import (
     change_sets,
     invitations,
     members,
+    oidc,
     platform,
     service_accounts,
     spec,
@@ -19,6 +20,7 @@ from strataplane.api.v1 import (
 router = APIRouter(prefix="/api/v1")
 for module in (
     auth,
+    oidc,
     platform,
     members,
     invitations,

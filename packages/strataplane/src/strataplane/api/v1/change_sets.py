@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, Header, Response
 from platformkit.storable import PgBigInt
 from pydantic import Field
 
-from strataplane.actions import change_sets, history, reviews, spec, validation
+from strataplane.actions import approval_status, change_sets, history, reviews, spec, validation
 from strataplane.actions.change_sets import Ref
 from strataplane.api.deps import TenantCtx, idempotency_key
 from strataplane.api.v1.common import Model, OperationOut, PageLimit
@@ -304,6 +304,36 @@ async def review(
 @router.get("/{ref}/reviews")
 async def list_reviews(ctx: TenantCtx, ref: str) -> list[ReviewOut]:
     return [ReviewOut.of(r) for r in await reviews.list_reviews(ctx, ref_of(ref))]
+
+
+class RequirementOut(Model):
+    teams: list[str] = Field(description="Empty: the minimum number of approvals of anyone.")
+    count: int
+    rules: list[str] = Field(description="ApprovalPolicy rules that require it.")
+    approved_by: list[str]
+    missing: int = Field(description="Approvals still needed.")
+    can_satisfy: list[str] = Field(description="Who may still give one of them.")
+    met: bool
+
+
+class ApprovalStatusOut(Model):
+    change_set: ChangeSetOut
+    requirements: list[RequirementOut]
+    rejected_by: list[str] = Field(description="Standing rejects; each blocks the merge.")
+    approved: bool
+
+
+@router.get("/{ref}/approvals")
+async def get_approvals(ctx: TenantCtx, ref: str, response: Response) -> ApprovalStatusOut:
+    """Each approval requirement, who has met it, who can still meet it and what is missing,
+    evaluated now by the rules merge applies."""
+    status = await approval_status.approval_status(ctx, ref_of(ref))
+    return ApprovalStatusOut(
+        change_set=render(response, status.change_set),
+        requirements=[RequirementOut(**r.__dict__) for r in status.requirements],
+        rejected_by=status.rejected_by,
+        approved=status.approved,
+    )
 
 
 @router.post("/{ref}/merge", dependencies=Keyed)

@@ -1,7 +1,9 @@
 """Enrollment tokens (operators) and the enrollment exchange (agents' installers).
 
 ``POST /api/v1/enroll/telegraf`` takes ``Authorization: Bearer spn_...`` and returns the agent's
-``spt_`` credential once, with the command line that runs Telegraf against this server. Neither
+``spt_`` credential once, with the command line that runs Telegraf against this server;
+``POST /api/v1/enroll/vector`` the ``spv_`` credential with the bootstrap file of Vector's
+``http`` provider (docs/strataplane/agents/vector.md). Neither
 response takes an Idempotency-Key: no stored response may hold a credential.
 """
 
@@ -20,6 +22,8 @@ from strataplane import errors
 from strataplane.actions import fleet_enrollment as enrollment
 from strataplane.agents.settings import FleetSettings
 from strataplane.agents.telegraf import CONFIG_PATH
+from strataplane.agents.vector import CONFIG_PATH as VECTOR_CONFIG_PATH
+from strataplane.agents.vector import bootstrap
 from strataplane.api.deps import TenantCtx, request_meta, services_of
 from strataplane.api.v1.common import Model
 from strataplane.domain.hostnames import is_host_name
@@ -35,7 +39,7 @@ def fleet_settings(request: Request) -> FleetSettings:
 
 class EnrollmentTokenIn(Model):
     name: str = Field(min_length=1, max_length=200)
-    agent_kind: Literal["telegraf"] = "telegraf"
+    agent_kind: Literal["telegraf", "vector", "elastic-agent"] = "telegraf"
     labels: dict[str, Any] = Field(default_factory=dict, description="Source 'enrollment'.")
     host_kind: Literal["server", "client", "pod"] = "server"
     mode: Literal["enroll", "class", "pair"] = "enroll"
@@ -91,7 +95,9 @@ async def revoke_enrollment_token(ctx: TenantCtx, token_id: UUID) -> EnrollmentT
 
 
 class EnrollIn(Model):
-    instance_id: str = Field(min_length=1, max_length=200, description="Telegraf instance_id.")
+    instance_id: str = Field(
+        min_length=1, max_length=200, description="Telegraf instance_id / Vector instance id."
+    )
     hostname: str = Field(
         min_length=1, max_length=254, description="FQDN or stable name (RFC 1123)."
     )
@@ -109,18 +115,15 @@ class EnrolledOut(Model):
     host_id: UUID
     instance_id: str
     approved: bool
-    credential: str = Field(description="The agent's spt_ token, shown only in this response.")
+    credential: str = Field(
+        description="The agent's spt_ (Telegraf) or spv_ (Vector) token, shown only here."
+    )
     config_url: str
     environment: dict[str, str]
     command: str
 
 
-@router.post("/enroll/telegraf", status_code=201, dependencies=_NO_KEY)
-async def enroll_telegraf(
-    request: Request,
-    body: EnrollIn,
-    authorization: Annotated[str | None, Header(description="Bearer spn_...")] = None,
-) -> EnrolledOut:
+async def _enroll(request: Request, body: EnrollIn, authorization: str | None, kind: str) -> Any:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         raise errors.AuthRequired("use Authorization: Bearer <enrollment token>")
@@ -130,15 +133,25 @@ async def enroll_telegraf(
     peer = request.client.host if request.client is not None else None
     forwarded = request.headers.get("x-forwarded-for")
     source = runtime.source_ip(peer, forwarded) if runtime is not None else meta.source_ip
-    done = await enrollment.enroll_agent(
+    return await enrollment.enroll_agent(
         services_of(request),
         token.strip(),
         instance_id=body.instance_id,
         hostname=body.hostname,
         source_ip=source,
         agent_url=settings.agent_url,
+        kind=kind,
     )
-    url = settings.agent_url.rstrip("/") + CONFIG_PATH
+
+
+@router.post("/enroll/telegraf", status_code=201, dependencies=_NO_KEY)
+async def enroll_telegraf(
+    request: Request,
+    body: EnrollIn,
+    authorization: Annotated[str | None, Header(description="Bearer spn_...")] = None,
+) -> EnrolledOut:
+    done = await _enroll(request, body, authorization, "telegraf")
+    url = fleet_settings(request).agent_url.rstrip("/") + CONFIG_PATH
     env = {
         "TELEGRAF_CONTROLLER_TOKEN": done.credential,  # Telegraf 1.39+, sent as Bearer
         "INFLUX_TOKEN": done.credential,  # before 1.39, sent as Token
@@ -153,4 +166,35 @@ async def enroll_telegraf(
         config_url=url,
         environment=env,
         command=f"telegraf --config {url} --config-url-watch-interval 30s",
+    )
+
+
+class VectorEnrolledOut(EnrolledOut):
+    bootstrap: str = Field(
+        description="The file that makes Vector load its configuration from this server."
+    )
+
+
+@router.post("/enroll/vector", status_code=201, dependencies=_NO_KEY)
+async def enroll_vector(
+    request: Request,
+    body: EnrollIn,
+    authorization: Annotated[str | None, Header(description="Bearer spn_...")] = None,
+) -> VectorEnrolledOut:
+    done = await _enroll(request, body, authorization, "vector")
+    url = fleet_settings(request).agent_url.rstrip("/") + VECTOR_CONFIG_PATH
+    env = {
+        "STRATAPLANE_VECTOR_TOKEN": done.credential,  # provider and heartbeat sink, as Bearer
+        "STRATAPLANE_INSTANCE_ID": done.external_id,  # the heartbeat sink's instance header
+    }
+    return VectorEnrolledOut(
+        agent_id=done.agent_id,
+        host_id=done.host_id,
+        instance_id=done.external_id,
+        approved=done.approved,
+        credential=done.credential,
+        config_url=url,
+        environment=env,
+        bootstrap=bootstrap(url),
+        command="vector --config /etc/vector/strataplane.toml",
     )

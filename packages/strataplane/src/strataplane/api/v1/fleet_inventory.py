@@ -3,19 +3,21 @@ and sync, network zones, and explain."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import Field
 
+from strataplane import errors
 from strataplane.actions import fleet_explain, fleet_inventory, fleet_zones
 from strataplane.api.deps import TenantCtx
 from strataplane.api.v1.common import Model, Page, PageLimit, page
 from strataplane.api.v1.fleet_enrollment import fleet_settings
-from strataplane.store.fleet_agents import Agent
+from strataplane.store.fleet_agents import Agent, AgentFilter
 
 router = APIRouter(tags=["fleet"])
 
@@ -114,6 +116,46 @@ async def forget_host(ctx: TenantCtx, host_id: UUID) -> Response:
     return Response(status_code=204)
 
 
+AgentKind = Literal["telegraf", "elastic-agent", "strataplane-agent", "vector"]
+Health = Literal["pending", "healthy", "degraded", "failed", "not_reporting"]
+Sync = Literal["in_sync", "updating", "out_of_sync", "render_error"]
+_LABEL = re.compile(r"^([a-z0-9][a-z0-9._/-]{0,252})=(.{0,253})$", re.S)
+
+
+def parse_labels(given: list[str]) -> dict[str, str]:
+    """``key=value`` items as a mapping (the agents list's and the console's label filter)."""
+    out = {}
+    for item in given:
+        m = _LABEL.match(item)
+        if m is None:
+            raise errors.InvalidInput("a label is key=value", field="label")
+        out[m.group(1)] = m.group(2)
+    return out
+
+
+@router.get("/agents")
+async def list_agents(
+    ctx: TenantCtx,
+    kind: AgentKind | None = None,
+    health: Health | None = None,
+    sync: Sync | None = None,
+    version: Annotated[str | None, Query(max_length=64)] = None,
+    host_id: UUID | None = None,
+    label: Annotated[
+        list[str],
+        Query(max_length=20, description="key=value: the host's effective label (repeat: all)."),
+    ] = [],  # noqa: B006 - FastAPI copies defaults
+    after: UUID | None = None,
+    limit: PageLimit = 100,
+) -> Page[AgentOut]:
+    """Agents the caller may read, by id, filtered by kind, health, sync, version, host and
+    the host's labels."""
+    where = AgentFilter(kind, health, sync, version, host_id, parse_labels(label))
+    found, cursor = await fleet_inventory.list_agents(ctx, where, after=after, limit=limit)
+    items = [AgentOut.of(a) for a in found]
+    return Page[AgentOut](items=items, next=str(cursor) if cursor else None)
+
+
 @router.get("/agents/{agent_id}")
 async def get_agent(ctx: TenantCtx, agent_id: UUID) -> AgentOut:
     return AgentOut.of(await fleet_inventory.access_agent(ctx, agent_id))
@@ -122,6 +164,24 @@ async def get_agent(ctx: TenantCtx, agent_id: UUID) -> AgentOut:
 @router.post("/agents/{agent_id}/approve")
 async def approve_agent(ctx: TenantCtx, agent_id: UUID) -> AgentOut:
     return AgentOut.of(await fleet_inventory.approve_agent(ctx, agent_id))
+
+
+@router.post("/agents/{agent_id}/unenroll")
+async def unenroll_agent(ctx: TenantCtx, agent_id: UUID) -> AgentOut:
+    """Elastic Agent: queue an UNENROLL action; its acknowledgement revokes the agent's key."""
+    return AgentOut.of(await fleet_inventory.unenroll_agent(ctx, agent_id))
+
+
+class AgentSettingsIn(Model):
+    log_level: Literal["trace", "debug", "info", "warning", "error"] = Field(
+        description="The Elastic Agent's log level (Fleet's SETTINGS action)."
+    )
+
+
+@router.post("/agents/{agent_id}/settings")
+async def change_agent_settings(ctx: TenantCtx, agent_id: UUID, body: AgentSettingsIn) -> AgentOut:
+    """Elastic Agent: queue a SETTINGS action setting the agent's log level."""
+    return AgentOut.of(await fleet_inventory.change_agent_settings(ctx, agent_id, body.log_level))
 
 
 @router.delete("/agents/{agent_id}", status_code=204)

@@ -18,6 +18,13 @@ router = APIRouter(prefix="/teams", tags=["teams"])
 class TeamIn(Model):
     slug: str
     display_name: str = Field(min_length=1, max_length=200)
+    external_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=256,
+        description="An OIDC group: the team is then an oidc team, whose members are the "
+        "people whose groups claim holds this value at their sign-in.",
+    )
 
 
 class TeamPatch(Model):
@@ -46,7 +53,7 @@ class TeamMemberOut(Model):
 
 @router.post("", status_code=201, dependencies=[Depends(idempotency_key)])
 async def create_team(ctx: TenantCtx, body: TeamIn, response: Response) -> TeamOut:
-    team = await teams.create_team(ctx, body.slug, body.display_name)
+    team = await teams.create_team(ctx, body.slug, body.display_name, external_id=body.external_id)
     response.headers["Location"] = f"/api/v1/teams/{team.id}"
     return TeamOut.model_validate(team)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from strataplane.domain.spec.diagnostics import Collector, at
+from strataplane.domain.vector_components import RESERVED, TOP_LEVEL, unknown_type
 
 __all__ = ["Reference", "check_config", "parse_reference", "scan_values"]
 
@@ -117,6 +118,10 @@ def check_config(
         value = config[section]
         if agent_kind == "telegraf":
             _telegraf_section(out, section, value, here)
+        elif agent_kind == "vector" and section in RESERVED:
+            out.add("SP-2007", here, f"{section} is reserved to the renderer and the host")
+        elif agent_kind == "vector" and section not in TOP_LEVEL:
+            out.add("SP-2007", here, f"Vector has no top-level option {section!r}")
         elif agent_kind in ("vector", "elastic-agent") and section in _COMPONENTS[agent_kind]:
             _components(out, section, value, here, vector=agent_kind == "vector")
 
@@ -148,9 +153,11 @@ def _components(out: Collector, section: str, value: object, here: str, *, vecto
         p = at(here, name)
         if vector and name.startswith("strataplane_"):
             out.add("SP-2007", p, "ids starting with strataplane_ are reserved to the renderer")
-        elif _instance(out, name, options, p, telegraf=False) and vector and section == "sinks":
+        elif _instance(out, name, options, p, telegraf=False) and vector:
             assert isinstance(options, Mapping)
-            if "inputs" not in options:
+            if (why := unknown_type(section, options.get("type"))) is not None:
+                out.add("SP-2011", at(p, "type"), why)
+            if section == "sinks" and "inputs" not in options:
                 out.add("SP-2001", p, "a sink must list its inputs")
 
 

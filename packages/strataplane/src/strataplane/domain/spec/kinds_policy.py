@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from strataplane.domain.spec.agentconfig import parse_reference
 from strataplane.domain.spec.diagnostics import at
 from strataplane.domain.spec.fields import AGENT_KINDS, LOCAL_NAME, TEAM_SLUG, Fields
 from strataplane.domain.spec.kinds_agent import COMMON, OBJECT_NAME
@@ -145,7 +146,25 @@ def _text(f: Fields, key: str, facts: Facts) -> None:
     f.string(key)
 
 
+def _file(f: Fields, key: str, facts: Facts) -> None:
+    """A file on the agent's host: a path, or ``env://NAME`` for a path that differs by host."""
+    value = f.string(key)
+    if value is None:
+        return
+    ref = parse_reference(value)
+    if ref is not None and ref[1] is None:
+        f.invalid(key, f"invalid reference {value!r} (env://NAME)")
+    elif ref is not None and ref[0] != "env":
+        f.invalid(key, f"{ref[0]}:// is not allowed here: a file path or env://NAME")
+    elif ref is None and (not value or any(c in value for c in "$\n\r\x00")):
+        f.invalid(key, f"invalid file path {value!r}")
+
+
 _HEARTBEAT: _Spec = {"heartbeat": {"interval": _dur}}
+_TELEGRAF: _Spec = {
+    "heartbeat": {"interval": _dur},
+    "tls": {"ca": _file, "cert": _file, "key": _file},
+}
 SETTINGS: _Spec = {
     "render": {"level": _count(2**31 - 1, 1)},
     "review": {"minimumApprovals": _count(10)},
@@ -157,7 +176,7 @@ SETTINGS: _Spec = {
         "failedRunsKept": _count(10_000),
         "passedRunsKept": _count(10_000),
     },
-    "telegraf": _HEARTBEAT,
+    "telegraf": _TELEGRAF,
     "vector": _HEARTBEAT,
     "elastic-agent": {"pollTimeout": _dur},
     "strataplane-agent": {"checkin": {"interval": _dur}},
@@ -182,6 +201,12 @@ def check_settings(f: Fields, facts: Facts, render_levels: range = range(1, 2)) 
     _walk(f, SETTINGS, facts)
     render = f.table.get("render")
     level = render.get("level") if isinstance(render, Mapping) else None
+    telegraf = f.table.get("telegraf")
+    tls = telegraf.get("tls") if isinstance(telegraf, Mapping) else None
+    if isinstance(tls, Mapping) and ("cert" in tls) != ("key" in tls):
+        missing = "key" if "cert" in tls else "cert"
+        msg = f"telegraf.tls needs {missing!r} too: cert and key go together"
+        f.out.add("SP-2001", at(f.at("telegraf"), "tls"), msg)
     if isinstance(level, int) and level >= 1 and level not in render_levels:
         levels = f"{render_levels.start} … {render_levels.stop - 1}"
         f.out.add("SP-2004", "render.level", f"render level {level} is not supported ({levels})")

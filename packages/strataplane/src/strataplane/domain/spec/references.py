@@ -6,6 +6,7 @@ file that holds the reference, so deleting a Bundle that a Layer uses is reporte
 
 from __future__ import annotations
 
+import difflib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,13 @@ class TreeContext:
     offered_models: frozenset[str] | None = None  # "<provider>/<model>" of enabled providers
     base_paths: frozenset[str] = frozenset()  # paths of the base tree
     secrets_with_versions: frozenset[str] = frozenset()  # Secret names with secret_version rows
+    secrets_with_values: frozenset[str] | None = None  # names with a current (enabled) version
+
+
+def _missing_secret(name: str, secrets: Mapping[str, Facts]) -> str:
+    close = difflib.get_close_matches(name, list(secrets), n=1)
+    fix = f"did you mean secret://{close[0]}?" if close else f"add secrets/{name}.toml"
+    return f"Secret {name!r} does not exist; fix: {fix}"
 
 
 def check_references(facts: Mapping[str, Facts], ctx: TreeContext) -> list[Diagnostic]:
@@ -71,7 +79,18 @@ def check_references(facts: Mapping[str, Facts], ctx: TreeContext) -> list[Diagn
                 add("SP-4009", path, ref.pointer, f"team {ref.name!r} does not exist")
         for r in f.references:
             if r.scheme == "secret" and r.name not in by_kind["Secret"]:
-                add("SP-4004", path, r.pointer, f"Secret {r.name!r} does not exist")
+                add("SP-4004", path, r.pointer, _missing_secret(r.name, by_kind["Secret"]))
+            elif (
+                r.scheme == "secret"
+                and changed
+                and ctx.secrets_with_values is not None
+                and r.name not in ctx.secrets_with_values
+            ):
+                msg = (
+                    f"Secret {r.name!r} has no value, so the agent would fail to start; "
+                    f"fix: strataplane secrets set {r.name}"
+                )
+                add("SP-4015", path, r.pointer, msg)
         if f.placement_key is not None and len(placement_keys[f.placement_key]) > 1:
             others = ", ".join(p for p in placement_keys[f.placement_key] if p != path)
             add("SP-4010", path, "key", f"label {f.placement_key!r} is also owned by {others}")

@@ -13,9 +13,10 @@ give equal lists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from strataplane.domain.spec.canonical import Canonical, Table, canonicalize, parse
+from strataplane.domain.spec.catalog_check import line_of
 from strataplane.domain.spec.diagnostics import (
     Collector,
     Diagnostic,
@@ -98,6 +99,15 @@ def load_tree(tree: Mapping[str, bytes]) -> tuple[dict[str, Table], list[Diagnos
     return values, diagnostics
 
 
+def _with_line(d: Diagnostic, tree: Mapping[str, bytes]) -> Diagnostic:
+    """A reference diagnostic names the line of the value it is about (the canonical file)."""
+    if d.code != "SP-4004" or d.path is None or d.pointer is None or "." not in d.pointer:
+        return d
+    table, key = d.pointer.rsplit(".", 1)
+    line = line_of(tree[d.path].decode(errors="replace"), table, key)
+    return d if line is None else replace(d, message=f"line {line}: {d.message}")
+
+
 def validate_tree(
     tree: Mapping[str, bytes],
     ctx: TreeContext | None = None,
@@ -116,5 +126,5 @@ def validate_tree(
         out = Collector(path)
         facts[path] = check_object(oid, value, out, render_levels=render_levels)
         diagnostics += out.diagnostics
-    diagnostics += check_references(facts, ctx)
+    diagnostics += (_with_line(d, tree) for d in check_references(facts, ctx))
     return TreeValidation(tuple(sort_diagnostics(diagnostics)), objects, values, facts)

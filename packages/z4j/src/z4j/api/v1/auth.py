@@ -6,19 +6,23 @@ from fastapi import APIRouter, Request, Response, status
 
 from z4j.actions import sessions
 from z4j.api.v1 import cookies
+from z4j.api.v1.account_schemas import LoginOut
 from z4j.api.v1.deps import CtxDep, OptionalCtxDep, brain_of
 from z4j.api.v1.schemas import LoginIn, UserOut
 
 router = APIRouter(tags=["auth"])
 
 
-@router.post("/auth/login", summary="Sign in; sets the session cookie")
-async def login(body: LoginIn, request: Request, response: Response) -> UserOut:
+@router.post(
+    "/auth/login",
+    summary="Sign in; sets the session cookie (then POST /auth/login/mfa when mfa_required)",
+)
+async def login(body: LoginIn, request: Request, response: Response) -> LoginOut:
     brain = brain_of(request)
     source = request.client.host if request.client is not None else None
     signed = await sessions.login(brain, body.email, body.password, source)
     cookies.set_session(request, response, brain.settings, signed.cookie, signed.expires_at)
-    return UserOut.model_validate(signed.user)
+    return LoginOut.model_validate({**signed.user.__dict__, "mfa_required": signed.mfa_pending})
 
 
 @router.post(

@@ -29,7 +29,3 @@ def set_session(
 
 def clear_session(request: Request, response: Response, settings: Settings) -> None:
     policy(settings).clear(request, response, SESSION)
-
-
-def set_form_csrf(request: Request, response: Response, settings: Settings, value: str) -> None:
-    policy(settings).set(request, response, FORM_CSRF, value, samesite="strict")

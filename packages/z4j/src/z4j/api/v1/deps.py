@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from z4j.actions.api_keys import KeyAuth
 from z4j.actions.context import Ctx
 from z4j.actions.errors import AuthRequired
 from z4j.actions.sessions import Session
@@ -23,6 +24,9 @@ def session_of(request: Request) -> Session | None:
 
 
 def optional_ctx(request: Request) -> Ctx:
+    key: KeyAuth | None = getattr(request.state, "api_key", None)
+    if key is not None:
+        return Ctx(brain_of(request), key.user, key=key.grant)
     session = session_of(request)
     if session is None:
         return Ctx(brain_of(request))

@@ -18,6 +18,7 @@ from z4j.api.v1.schemas import (
     MemberIn,
     MemberOut,
     MemberRoleIn,
+    OwnerIn,
 )
 
 router = APIRouter(tags=["members"])
@@ -36,6 +37,14 @@ async def list_members(project_id: uuid.UUID, ctx: CtxDep) -> list[MemberOut]:
 async def add_member(project_id: uuid.UUID, body: MemberIn, ctx: CtxDep) -> MemberOut:
     row = await members.add_member(ctx, project_id, body.email, body.role.value)
     return MemberOut.model_validate(row)
+
+
+@router.post(
+    "/projects/{project_id}/owners",
+    summary="Restore an owner: make an existing account an owner (brain administrators)",
+)
+async def restore_owner(project_id: uuid.UUID, body: OwnerIn, ctx: CtxDep) -> MemberOut:
+    return MemberOut.model_validate(await members.restore_owner(ctx, project_id, body.email))
 
 
 @router.patch(

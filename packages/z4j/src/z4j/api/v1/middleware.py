@@ -6,6 +6,8 @@ For every HTTP request outside /static it
   an ``Origin`` other than this brain's, or ``Sec-Fetch-Site: cross-site``/``same-site``.
   Requests without either header (curl, scripts) pass; forms also carry a token
   (``z4j.console``), so this check is the second of two;
+* on the REST API, takes ``Authorization: Bearer <API key>`` instead of a cookie: a valid key
+  lands in ``request.state.api_key``, anything else is a 401 ``api_key.invalid`` at once;
 * resolves the session cookie once and leaves the result in ``request.state.session``;
 * sends the cookie again when the session's expiry slid forward.
 
@@ -23,11 +25,12 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from z4j.actions import sessions
-from z4j.actions.errors import CsrfRejected
+from z4j.actions import api_keys, audit, sessions
+from z4j.actions.errors import ApiKeyInvalid, CsrfRejected
 from z4j.api.v1 import cookies
 from z4j.brain import Brain
 
+API = "/api/v1/"
 UNSAFE = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Agents authenticate every request with their own bearer token, never a session cookie.
 _SKIP = ("/static/", "/ws/", "/api/v1/agent/", "/healthz", "/readyz", "/metrics")
@@ -52,6 +55,11 @@ def _cookie(headers: Headers, name: str) -> str | None:
     return cookie_parser(raw).get(name) if raw else None
 
 
+def _bearer(headers: Headers) -> str | None:
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
 ErrorRenderer = Callable[[Request, ProblemError], Awaitable[Response]]
 
 
@@ -70,8 +78,23 @@ class AuthMiddleware:
             response = await self.render_error(Request(scope, receive), CsrfRejected())
             await response(scope, receive, send)
             return
+        state = scope.setdefault("state", {})
+        bearer = _bearer(headers) if scope["path"].startswith(API) else None
+        if bearer is not None:
+            key = await api_keys.authenticate(brain, bearer)
+            if key is None:
+                response = await self.render_error(Request(scope, receive), ApiKeyInvalid())
+                await response(scope, receive, send)
+                return
+            state["session"], state["api_key"] = None, key
+            token = audit.ACTING_KEY.set(key.grant.id)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                audit.ACTING_KEY.reset(token)
+            return
         session = await sessions.resolve(brain, _cookie(headers, cookies.SESSION))
-        scope.setdefault("state", {})["session"] = session
+        state["session"] = session
         if session is None or not session.extended:
             await self.app(scope, receive, send)
             return

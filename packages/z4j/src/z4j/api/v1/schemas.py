@@ -65,6 +65,10 @@ class MemberOut(_Out):
     created_at: datetime
 
 
+class OwnerIn(BaseModel):
+    email: str = Field(max_length=320)
+
+
 class MemberRoleIn(BaseModel):
     role: Role
 
@@ -184,6 +188,7 @@ class TaskDetailOut(TaskOut):
     )
     error: TaskError | None
     retried_as: uuid.UUID | None
+    retry_of: uuid.UUID | None = Field(None, description="The task this one retries.")
     group_id: str | None
     state_at: datetime | None
     events: list[EventOut]

@@ -78,6 +78,7 @@ async def get_task(project_id: uuid.UUID, task_id: uuid.UUID, ctx: CtxDep) -> Ta
             "args": task["args_redacted"],
             "kwargs": task["kwargs_redacted"],
             "error": _error(task["error"]),
+            "retry_of": detail.retry_of,
             "events": detail.events,
         }
     )

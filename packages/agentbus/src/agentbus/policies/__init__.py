@@ -1,0 +1,1 @@
+"""Cedar policies of a tenant: who may address whom, for what, when (docs/agentbus/policies.md)."""
