@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentbus.analytics import queries
+from agentbus.analytics import queries, reads
 from agentbus.analytics.backends import Backend, ChdbBackend, ServerBackend
 from agentbus.analytics.store import apply_schema
+from agentbus.errors import RequestInvalid
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SERVER_URL = os.environ.get("AGENTBUS_TEST_CLICKHOUSE_URL")
 DAY1 = (datetime.now(UTC) - timedelta(days=2)).replace(hour=10, minute=0, second=0, microsecond=0)
@@ -227,3 +230,29 @@ async def test_latency_per_stage_against_the_slo(seeded: tuple[Backend, History]
 def test_the_history_is_json() -> None:
     h = History()
     assert json.loads(json.dumps(_event(h, h.a, h.m1, h.alice, h.bob, "x", DAY1, 1)))
+
+
+@settings(max_examples=300)
+@given(
+    since=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
+    until=st.one_of(st.none(), st.datetimes(timezones=st.just(UTC))),
+)
+def test_a_window_is_refused_or_lies_where_clickhouse_can_hold_it(
+    since: datetime | None, until: datetime | None
+) -> None:
+    try:
+        lo, hi = reads.window(since, until)
+    except RequestInvalid:
+        return
+    assert reads.EARLIEST <= lo < hi <= reads.LATEST
+    for bound in (lo, hi):
+        text = queries._ts(bound)
+        assert len(text) == 23
+        assert datetime.fromisoformat(text + "+00:00") <= bound
+
+
+def test_a_window_in_the_first_century_is_refused_not_sent() -> None:
+    with pytest.raises(RequestInvalid):
+        reads.window(datetime(68, 2, 29, 18, 43, 50, tzinfo=UTC), None)
+    with pytest.raises(RequestInvalid):
+        reads.window(None, datetime(1, 1, 1, 0, 0, 1, tzinfo=UTC))

@@ -31,7 +31,7 @@ COST_BY = ("agent", "task", "model", "day")
 
 
 def _ts(at: datetime) -> str:
-    return at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    return at.replace(tzinfo=None).isoformat(sep=" ", timespec="milliseconds")
 
 
 def _window(tenant_id: uuid.UUID, since: datetime, until: datetime) -> dict[str, Any]:

@@ -20,6 +20,9 @@ from agentbus.ids import InvalidId, format_id, parse_id
 log = logging.getLogger(__name__)
 WINDOW_MAX = timedelta(days=400)
 DEFAULT_WINDOW = timedelta(days=30)
+# The span ClickHouse's DateTime64 holds; a bound outside it is refused rather than sent.
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+LATEST = datetime(2299, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def backend_of(gw: Gateway) -> Backend:
@@ -37,9 +40,15 @@ async def _ask[T](call: Awaitable[T]) -> T:
 
 
 def window(since: datetime | None, until: datetime | None) -> tuple[datetime, datetime]:
-    """``[since, until)``, by default the last 30 days; at most 400 days."""
-    until = (until or datetime.now(UTC)).astimezone(UTC)
-    since = (since or until - DEFAULT_WINDOW).astimezone(UTC)
+    """``[since, until)``, by default the last 30 days; at most 400 days, within the years
+    1900 to 2299."""
+    try:
+        until = (until or datetime.now(UTC)).astimezone(UTC)
+        since = (since or until - DEFAULT_WINDOW).astimezone(UTC)
+    except OverflowError:
+        raise RequestInvalid("since and until must fall between 1900 and 2299") from None
+    if not (EARLIEST <= since <= LATEST and EARLIEST <= until <= LATEST):
+        raise RequestInvalid("since and until must fall between 1900 and 2299")
     if since >= until or until - since > WINDOW_MAX:
         raise RequestInvalid("since must come before until, at most 400 days apart")
     return since, until
