@@ -43,7 +43,7 @@ from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents
 from strataplane.store.change_sets import ChangeSet
-from strataplane.testing import Seed, served_strataplane, server_log
+from strataplane.testing import Seed, assert_same_artifact, served_strataplane, server_log
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
@@ -162,6 +162,9 @@ class Delivery:
         assert found is not None
         return found
 
+    async def same_artifact(self, found: bytes | None, wanted: bytes | None) -> None:
+        await assert_same_artifact(self.services, self.tenant_id, found, wanted)
+
     async def until(
         self, check: Callable[[], Awaitable[bool]], what: str, within: float = 120
     ) -> None:
@@ -279,7 +282,7 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     assert canary_sim.state == "running"  # it runs, and reports its errors
     for agent_id, (_, sim) in zip(ids[1:], fleet[1:], strict=True):  # later stage: never
         agent = await d.agent(agent_id)
-        assert agent.desired_artifact == good[agent_id]
+        await d.same_artifact(agent.desired_artifact, good[agent_id])
         assert sim.state == "running"
         assert set(sim.ran[since[agent_id] :]) == {good[agent_id].hex()}  # type: ignore[union-attr]
     # one rollout per agent kind: the next merge waits for this one
@@ -309,7 +312,7 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     assert [s.agents_total for s in view.stages] == [1, 1]  # the pinned agent is not staged
     held = await d.agent(ids[2])
     assert held.desired_revision_id == first
-    assert held.desired_artifact == good[ids[2]]
+    await d.same_artifact(held.desired_artifact, good[ids[2]])
     assert set(fleet[2][1].ran[since[ids[2]] :]) == {good[ids[2]].hex()}  # type: ignore[union-attr]
 
     await pins.delete_pin(d.admin, pinned.id)
@@ -360,10 +363,10 @@ async def test_a_canary_that_never_proves_the_change_halts_on_apply_failures(
     assert canary.sync == "updating"
     assert canary.applied_revision_id == first
     web = await d.agent(ids[1])  # the later stage never received it
-    assert web.desired_artifact == good[ids[1]]
+    await d.same_artifact(web.desired_artifact, good[ids[1]])
     assert set(fleet[1][1].ran[since:]) == {good[ids[1]].hex()}  # type: ignore[union-attr]
 
     await rollouts.abort_rollout(d.admin, ro.number)
     d.start(fleet[0][0])  # the host is back
     await d.until(lambda: all_in_sync_at(first), "every agent runs r1 again")
-    assert (await d.agent(ids[0])).desired_artifact == good[ids[0]]
+    await d.same_artifact((await d.agent(ids[0])).desired_artifact, good[ids[0]])

@@ -34,7 +34,7 @@ from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.simulate.vector import SimulatedVector
 from strataplane.store import fleet_agents, fleet_artifacts
-from strataplane.testing import Seed, served_strataplane
+from strataplane.testing import Seed, assert_same_artifact, served_strataplane
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
@@ -477,6 +477,10 @@ async def test_every_kind_is_served_from_one_revision_and_explained(
         assert out["render"]["values"][value]["layer"] == layer
         assert out["desired"]["artifact"] == a.desired_artifact.hex()
         assert out["render"]["artifact"] is not None
+        rendered = bytes.fromhex(out["render"]["artifact"])
+        await assert_same_artifact(
+            fleet.services, fleet.tenant_id, rendered, a.desired_artifact, out["render"]["content"]
+        )
         assert out["applied"]["revision"] == revision
     elastic = json.loads((await asyncio.to_thread(explain, "--kind", "elastic-agent")).stdout)
     assert elastic["elastic"]["policy"]["policy_seq"] == 1

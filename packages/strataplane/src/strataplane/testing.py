@@ -275,6 +275,38 @@ def client_for(app: FastAPI, token: str | None = None) -> httpx.AsyncClient:
 _SERVER_LOGS: dict[str, Path] = {}
 
 
+async def assert_same_artifact(
+    services: Services,
+    tenant_id: UUID,
+    found: bytes | None,
+    wanted: bytes | None,
+    found_content: str | None = None,
+) -> None:
+    """``found == wanted`` (artifact hashes); if not, the failure shows how the two
+    configurations differ, as stored in the tenant's artifacts (``found_content`` for one
+    rendered but not stored)."""
+    if found == wanted:
+        return
+    import difflib
+
+    from platformkit.db.scope import tenant_transaction
+
+    from strataplane.db import SCOPE
+    from strataplane.store.fleet_artifacts import get_artifacts
+
+    digests = [d for d in (wanted, found) if d is not None]
+    async with tenant_transaction(services.pool, SCOPE, tenant_id) as conn:
+        stored = await get_artifacts(conn, tenant_id, digests)
+
+    def lines(digest: bytes | None) -> list[str]:
+        known = stored.get(digest) if digest is not None else None
+        return known.content.decode(errors="replace").splitlines() if known else [repr(digest)]
+
+    theirs = found_content.splitlines() if found_content is not None else lines(found)
+    diff = "\n".join(difflib.unified_diff(lines(wanted), theirs, "wanted", "found", lineterm=""))
+    pytest.fail(f"the artifacts differ:\n{diff}")
+
+
 def server_log(url: str, lines: int = 60) -> str:
     """The last ``lines`` lines the server ``served_strataplane`` started at ``url`` logged."""
     path = _SERVER_LOGS.get(url)

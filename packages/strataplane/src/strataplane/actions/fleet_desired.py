@@ -37,7 +37,14 @@ async def render_and_write(
     notify: bool = True,
 ) -> int:
     """Render ``inputs`` at ``revision_id`` and write their desired state; rows changed.
-    ``notify`` False leaves telling the replicas to the caller (one notice per pass)."""
+    ``notify`` False leaves telling the replicas to the caller (one notice per pass).
+
+    The agents' rows are locked first and their inputs read again under the lock: a version
+    or label change committed since the caller read ``inputs`` has rendered for itself, and a
+    render of the older inputs must not overwrite it."""
+    ids = [a.id for a in inputs]
+    await fleet_serving.lock_agents(conn, tenant_id, ids)
+    inputs = await render_inputs(conn, tenant_id, agent_ids=ids, limit=max(len(ids), 1))
     tree = await RENDERER.tree(conn, tenant_id, revision_id)
     updates: list[DesiredUpdate] = []
     rendered: dict[bytes, tuple[str, Artifact]] = {}
@@ -54,7 +61,6 @@ async def render_and_write(
         updates.append(DesiredUpdate(agent.id, revision_id, art.hash if art else None))
     await RENDERER.store(conn, tenant_id, rendered)
     updates = await _refuse_invalid(conn, tenant_id, inputs, updates, rendered)
-    await fleet_serving.lock_agents(conn, tenant_id, [u.id for u in updates])
     changed = await write_desired(conn, tenant_id, updates)
     if changed and notify:
         if len(inputs) == 1:
