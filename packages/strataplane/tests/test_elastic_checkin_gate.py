@@ -87,6 +87,39 @@ async def test_arrivals_go_before_woken_check_ins() -> None:
     assert order == ["arrival", "arrival", "woken", "woken"]
 
 
+async def test_acknowledgements_go_first_and_are_not_crowded_out_by_check_ins() -> None:
+    gate = CheckinGate(rounds=1, queue=2)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def first() -> None:
+        async with gate.arrival():
+            await release.wait()
+
+    async def line(kind: str) -> None:
+        async with gate.acknowledgement() if kind == "ack" else gate.arrival():
+            order.append(kind)
+
+    head = asyncio.create_task(first())
+    await asyncio.sleep(0)
+    woken = asyncio.create_task(_woken(gate, order))
+    arrival = asyncio.create_task(line("arrival"))
+    await asyncio.sleep(0)
+    with pytest.raises(Busy):  # the queue is full for check-ins...
+        async with gate.arrival():
+            pass
+    acks = [asyncio.create_task(line("ack")) for _ in range(2)]  # ...not for acknowledgements
+    await asyncio.sleep(0)
+    with pytest.raises(Busy):  # until their own line is full
+        async with gate.acknowledgement():
+            pass
+    release.set()
+    async with asyncio.timeout(5):
+        await asyncio.gather(head, woken, arrival, *acks)
+    assert order == ["ack", "ack", "arrival", "woken"]
+    assert gate.refused == 2
+
+
 async def test_a_cancelled_waiter_passes_its_turn_on() -> None:
     gate = CheckinGate(rounds=1, queue=10)
     release = asyncio.Event()

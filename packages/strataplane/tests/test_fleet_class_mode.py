@@ -24,11 +24,12 @@ from strataplane.actions import fleet_enrollment, fleet_inventory
 from strataplane.actions import fleet_errors as fe
 from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
+from strataplane.domain.fleet_status import http_date
 from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
-from strataplane.store import fleet_agents
+from strataplane.store import fleet_agents, fleet_class
 from strataplane.testing import Seed, served_strataplane
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
@@ -291,3 +292,68 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
     for hostname in ("a.example.com", "b.example.com"):
         member = await klass.member(hostname, lambda m: m.sync_reason == "ambiguous_address")
         assert member.sync == "out_of_sync"
+        # the change shows in the agent's history as any transition does
+        events = await klass.rows(
+            "SELECT from_value, to_value FROM agent_status_event WHERE agent_instance_id = %s "
+            "AND field = 'sync' ORDER BY id",
+            member.id,
+        )
+        assert events[-1]["to_value"] == "out_of_sync"
+        assert events[-1]["from_value"] != "out_of_sync"
+
+
+async def test_addresses_without_a_get_for_30_days_are_forgotten(klass: Class) -> None:
+    await publish(klass.services.pool, klass.tenant_id, tree())
+
+    async def config(address: str) -> bytes:
+        headers = {
+            "Authorization": f"Bearer {klass.token}",
+            "User-Agent": "Telegraf/1.39.1 Go/1.24",
+            "X-Forwarded-For": address,
+        }
+        reply = await klass.pool.request("GET", CONFIG, headers)
+        assert reply.status == 200, reply.body
+        return bytes(reply.body)
+
+    for address in ("10.8.0.1", "10.8.0.2"):
+        await config(address)
+
+    async def age(address: str, days: int) -> None:
+        async with tenant_transaction(klass.services.pool, SCOPE, klass.tenant_id) as conn:
+            await conn.execute(
+                "UPDATE class_served SET served_at = now() - make_interval(days => %s) "
+                "WHERE address = %s",
+                (days, address),
+            )
+
+    await age("10.8.0.1", 31)
+    await age("10.8.0.2", 31)
+    await config("10.8.0.2")  # it still polls: the row says so, at most once a day
+    # the server's fleet loop prunes each tenant about once an hour, this one perhaps already
+    async with tenant_transaction(klass.services.pool, SCOPE, klass.tenant_id) as conn:
+        assert await fleet_class.prune_served(conn, klass.tenant_id) in (0, 1)
+    rows = await klass.rows(
+        "SELECT host(address) AS a, served_at > now() - interval '1 day' AS fresh FROM class_served"
+    )
+    assert rows == [{"a": "10.8.0.2", "fresh": True}]
+    # a forgotten address that comes back counts as different: its watcher reloads once
+    async with tenant_transaction(klass.services.pool, SCOPE, klass.tenant_id) as conn:
+        cur = await conn.execute(
+            "UPDATE class_default SET desired_since = now() - interval '1 hour' "
+            "RETURNING desired_since"
+        )
+        [row] = await cur.fetchall()
+    settled = http_date(row["desired_since"])
+
+    async def head(address: str) -> str:
+        headers = {
+            "Authorization": f"Bearer {klass.token}",
+            "User-Agent": "Telegraf/1.39.1 Go/1.24",
+            "X-Forwarded-For": address,
+        }
+        reply = await klass.pool.request("HEAD", CONFIG, headers)
+        assert reply.status == 200, reply.body
+        return reply.headers["last-modified"]
+
+    assert await head("10.8.0.2") == settled
+    assert await head("10.8.0.1") != settled

@@ -7,9 +7,13 @@ the connection pool for more connections than it has, and the requests that wait
 one fail. ``CheckinGate`` bounds them:
 
 - at most ``rounds`` rounds run at once per worker; the others wait their turn;
-- a request that arrives (a new check-in, an acknowledgement) while ``queue`` requests already
-  wait is refused with 503 and ``Retry-After`` (Elastic Agent treats any non-200 check-in as an
-  error and retries after its back-off, 60 s to 10 min with jitter by default);
+- acknowledgements go first, with a line of their own: an acknowledgement finishes what a
+  round delivered (it proves the agent's policy and empties its pending actions), so it is
+  worth more than a new check-in, and a fleet starting at once must not crowd it out;
+- a check-in that arrives while ``queue`` requests already wait is refused with 503 and
+  ``Retry-After`` (Elastic Agent treats any non-200 check-in as an error and retries after its
+  back-off, 60 s to 10 min with jitter by default); an acknowledgement only when ``queue``
+  acknowledgements already wait;
 - a held check-in woken by a notice never gets a 503 (it has no back-off of its own: it holds
   its connection); it waits for a free slot after every arrival waiting, so agents already
   answered acknowledge and prove their policy before the next woken poll takes a slot.
@@ -69,6 +73,7 @@ class CheckinGate:
     def __init__(self, rounds: int, queue: int) -> None:
         self._size = self._free = rounds
         self._queue = queue
+        self._acks: deque[asyncio.Future[None]] = deque()
         self._arrivals: deque[asyncio.Future[None]] = deque()
         self._woken: deque[asyncio.Future[None]] = deque()
         self._held: dict[UUID, Hold] = {}
@@ -79,7 +84,7 @@ class CheckinGate:
 
     @property
     def waiting(self) -> int:
-        return len(self._arrivals) + len(self._woken)
+        return len(self._acks) + len(self._arrivals) + len(self._woken)
 
     def retry_after(self) -> int:
         """Seconds until the rounds waiting now would have run, at least 1."""
@@ -91,6 +96,19 @@ class CheckinGate:
         if self._free <= 0 and self.waiting >= self._queue:
             self.refused += 1
             raise Busy(headers={"Retry-After": str(self.retry_after())})
+
+    def admit_ack(self) -> None:
+        """Refuse with 503 an acknowledgement when ``queue`` acknowledgements already wait."""
+        if self._free <= 0 and len(self._acks) >= self._queue:
+            self.refused += 1
+            raise Busy(headers={"Retry-After": str(self.retry_after())})
+
+    @contextlib.asynccontextmanager
+    async def acknowledgement(self) -> AsyncIterator[None]:
+        """The round of an acknowledgement: before every other waiting round."""
+        self.admit_ack()
+        async with self._round(self._acks):
+            yield
 
     @contextlib.asynccontextmanager
     async def arrival(self) -> AsyncIterator[None]:
@@ -128,7 +146,7 @@ class CheckinGate:
             self._release()
 
     def _release(self) -> None:
-        for line in (self._arrivals, self._woken):
+        for line in (self._acks, self._arrivals, self._woken):
             while line:
                 turn = line.popleft()
                 if not turn.done():

@@ -389,7 +389,7 @@ async def checkin(rt: FleetRuntime, req: AgentRequest) -> Reply:
 async def acks(rt: FleetRuntime, req: AgentRequest) -> Reply:
     path_id = req.path.split("/")[4]
     who = await _agent(rt, req, path_id)
-    rt.checkins.admit()
+    rt.checkins.admit_ack()
     body = await _body(req, stored=True)
     events = body.get("events")
     if not isinstance(events, list) or len(events) > 1000:
@@ -398,7 +398,7 @@ async def acks(rt: FleetRuntime, req: AgentRequest) -> Reply:
     unenrolled = False
     t, a = who.tenant_id, who.agent_id
     epoch = rt.quiet.epoch
-    async with rt.checkins.arrival(), tenant_transaction(rt.pool, SCOPE, t) as conn:
+    async with rt.checkins.acknowledgement(), tenant_transaction(rt.pool, SCOPE, t) as conn:
         for event in events:
             try:
                 action_id = UUID(str(event.get("action_id"))) if isinstance(event, dict) else None

@@ -1,7 +1,8 @@
 """The fleet controllers' leader loop: per controller shard (schema: controller_shard), one
 replica holds the advisory lock and, for every active tenant of the shard, steps its active
 rollouts (controllers/rollouts.py), reconciles desired state with the desired-revision rule
-and marks silent agents (controllers/not_reporting.py).
+and marks silent agents (controllers/not_reporting.py); about once an hour it forgets the class
+mode addresses without a GET for 30 days (``class_served``).
 
 Taking a shard sets ``alive_at``, and ``resumed_at`` when no replica ran it for 10 minutes;
 the leader refreshes ``alive_at`` about once a minute. A NOTIFY ``release:<tenant>`` wakes the
@@ -25,11 +26,13 @@ from strataplane.controllers import not_reporting
 from strataplane.controllers.fleet_reconcile import Reconciler
 from strataplane.controllers.rollouts import step_rollouts
 from strataplane.db import SCOPE
+from strataplane.store import fleet_class
 
 log = logging.getLogger(__name__)
 
 LOOP_NAME = "strataplane.fleet"
 _TICK = 0.2
+PRUNE_EVERY = 3600.0  # seconds between two prunings of a tenant's class_served
 
 
 class FleetControllers:
@@ -40,6 +43,7 @@ class FleetControllers:
         self._woken: dict[UUID, float] = {}
         self._last_full: dict[int, float] = {}
         self._alive: dict[int, float] = {}
+        self._pruned: dict[UUID, float] = {}
         self.loop = LeaderLoop(
             pool, shard_keys(LOOP_NAME, shards), _TICK, self._body, on_gain=self._gain
         )
@@ -102,6 +106,12 @@ class FleetControllers:
         await step_rollouts(self.pool, tenant_id, self.settings.agent_url)
         await self.reconciler.reconcile(tenant_id)
         if full:
+            now = time.monotonic()
+            prune = now - self._pruned.get(tenant_id, -PRUNE_EVERY) >= PRUNE_EVERY
             async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:
                 held_ms = round(self.settings.elastic_poll * 1000)
                 await not_reporting.run(conn, tenant_id, resumed_at, held_ms)
+                if prune:
+                    await fleet_class.prune_served(conn, tenant_id)
+            if prune:
+                self._pruned[tenant_id] = now

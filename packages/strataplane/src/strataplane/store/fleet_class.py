@@ -100,13 +100,16 @@ async def served_to(conn: Conn, tenant_id: UUID, token_id: UUID, address: str) -
 async def record_served(
     conn: Conn, tenant_id: UUID, token_id: UUID, address: str, artifact: bytes
 ) -> None:
-    """A GET from ``address`` delivered ``artifact``: the address's row, written only when it
-    changes, and the members there that desire it, as served."""
+    """A GET from ``address`` delivered ``artifact``: the address's row, written when it
+    changes (and at most once a day otherwise, so that ``served_at`` tells an address that
+    still polls from one gone, for ``prune_served``), and the members there that desire it,
+    as served."""
     await conn.execute(
         "INSERT INTO class_served (tenant_id, enrollment_token_id, address, artifact) "
         "VALUES (%s, %s, %s, %s) ON CONFLICT (enrollment_token_id, address) DO UPDATE "
         "SET artifact = EXCLUDED.artifact, served_at = now() "
-        "WHERE class_served.artifact <> EXCLUDED.artifact",
+        "WHERE class_served.artifact <> EXCLUDED.artifact "
+        "OR class_served.served_at < now() - interval '1 day'",
         (tenant_id, token_id, address, artifact),
     )
     # rows in id order, skipping those a batch of reports holds, as every bulk writer of
@@ -121,12 +124,28 @@ async def record_served(
     )
 
 
+async def prune_served(conn: Conn, tenant_id: UUID, days: int = 30) -> int:
+    """Forget the addresses without a GET for ``days``; a missing row costs one reload."""
+    cur = await conn.execute(
+        "DELETE FROM class_served WHERE tenant_id = %s "
+        "AND served_at < now() - make_interval(days => %s)",
+        (tenant_id, days),
+    )
+    return cur.rowcount
+
+
 async def mark_ambiguous(conn: Conn, tenant_id: UUID, agents: list[UUID]) -> None:
-    """Members at one address desire different artifacts: the address cannot tell them apart."""
+    """Members at one address desire different artifacts: the address cannot tell them apart.
+    Each change of sync is a transition (``agent_status_event``), as a heartbeat's is."""
     await conn.execute(
-        "UPDATE agent_instance SET sync = 'out_of_sync', sync_reason = 'ambiguous_address' "
-        "WHERE id IN (SELECT id FROM agent_instance WHERE tenant_id = %s AND id = ANY(%s) "
-        "AND sync_reason IS DISTINCT FROM 'ambiguous_address' ORDER BY id "
-        "FOR UPDATE SKIP LOCKED)",
-        (tenant_id, agents),
+        "WITH old AS (SELECT id, sync::text AS sync FROM agent_instance WHERE tenant_id = "
+        "%(t)s AND id = ANY(%(a)s) AND sync_reason IS DISTINCT FROM 'ambiguous_address' "
+        "ORDER BY id FOR UPDATE SKIP LOCKED), "
+        "upd AS (UPDATE agent_instance i SET sync = 'out_of_sync', "
+        "sync_reason = 'ambiguous_address' FROM old WHERE i.tenant_id = %(t)s AND i.id = old.id "
+        "RETURNING i.id) "
+        "INSERT INTO agent_status_event (tenant_id, agent_instance_id, field, from_value, "
+        "to_value) SELECT %(t)s, old.id, 'sync', old.sync, 'out_of_sync' FROM old "
+        "JOIN upd ON upd.id = old.id WHERE old.sync <> 'out_of_sync'",
+        {"t": tenant_id, "a": agents},
     )
