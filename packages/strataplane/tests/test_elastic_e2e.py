@@ -627,3 +627,28 @@ async def test_a_policy_gets_its_secret_at_delivery_only_for_an_admitted_agent(
         "SELECT version, channel FROM secret_delivery WHERE agent_instance_id = %s", a.id
     )
     assert [(r["version"], r["channel"]) for r in rows] == [(1, "elastic-policy")]
+
+    # a rotation reaches the running agent without a policy change: the policy is sent again,
+    # with the new value, in a new POLICY_CHANGE the agent acknowledges
+    before = sim.revision_idx
+    await secrets.set_secret(fleet.admin, "ES_KEY", "es-key-rotated")
+
+    async def rotated() -> bool:
+        latest = await fleet.rows(
+            "SELECT acked_at IS NOT NULL AS acked FROM agent_action WHERE agent_instance_id = %s "
+            "AND type = 'POLICY_CHANGE' AND policy_seq > %s",
+            a.id,
+            before,
+        )
+        return bool(latest) and latest[-1]["acked"]
+
+    await fleet.until(rotated, "the policy sent again with the new value and acknowledged")
+    assert sim.policy["outputs"]["default"]["api_key"] == "es-key-rotated"
+    assert sim.revision_idx > before
+    await fleet.until(lambda: fleet.in_sync_at("ea-secret", second), "the new policy proven")
+    rows = await fleet.rows(
+        "SELECT DISTINCT version FROM secret_delivery WHERE agent_instance_id = %s "
+        "ORDER BY version",
+        a.id,
+    )
+    assert [r["version"] for r in rows] == [1, 2]

@@ -28,7 +28,7 @@ from strataplane.actions.context import Ctx, Services
 from strataplane.domain.secret_grants import SecretPolicy, policy_of
 from strataplane.domain.spec.canonical import parse
 from strataplane.domain.spec.diagnostics import SpecError
-from strataplane.store import fleet_notify, objects, revisions, sealed, secrets
+from strataplane.store import fleet_elastic, fleet_notify, objects, revisions, sealed, secrets
 from strataplane.store.secrets import Delivery, SecretVersion
 
 log = logging.getLogger(__name__)
@@ -142,9 +142,14 @@ async def _known(tx: TenantTx, name: str) -> tuple[SecretPolicy | None, list[Sec
 
 
 async def _reload_referencing(conn: Conn, tenant_id: UUID, name: str) -> int:
+    """Telegraf and Vector see a new Last-Modified and fetch again; an Elastic Agent is sent
+    its policy again in a new POLICY_CHANGE (the values are put in at delivery), and its held
+    check-in is woken for it."""
     agents = await secrets.agents_referencing(conn, tenant_id, name)
     if agents:
         await secrets.touch_desired_since(conn, tenant_id, agents)
+        for agent_id in await fleet_elastic.resend_policies(conn, tenant_id, agents):
+            await fleet_notify.agent_changed(conn, tenant_id, agent_id)
         await fleet_notify.tenant_changed(conn, tenant_id)
     return len(agents)
 

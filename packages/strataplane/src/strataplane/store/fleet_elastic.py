@@ -11,6 +11,7 @@ from typing import Any
 from uuid import UUID
 
 from platformkit.db.scope import Conn
+from platformkit.ids import uuid7
 from psycopg.types.json import Jsonb
 
 from strataplane.store.fleet_reports import ReportRow
@@ -156,6 +157,29 @@ async def add_policy_change(
         (action_id, tenant_id, agent_id, action_id),
     )
     return _action(row)
+
+
+async def resend_policies(conn: Conn, tenant_id: UUID, agent_ids: Sequence[UUID]) -> list[UUID]:
+    """A new POLICY_CHANGE of the desired artifact for each Elastic Agent among ``agent_ids``
+    whose newest one was already delivered: a Secret the policy refers to has a new value, and
+    the values are put in only when a POLICY_CHANGE is delivered. The agents given one."""
+    cur = await conn.execute(
+        "SELECT id, desired_artifact FROM agent_instance WHERE tenant_id = %s AND id = ANY(%b) "
+        "AND kind = 'elastic-agent' AND desired_artifact IS NOT NULL ORDER BY id "
+        "FOR NO KEY UPDATE",
+        (tenant_id, list(agent_ids)),
+    )
+    rows = {r["id"]: bytes(r["desired_artifact"]) for r in await cur.fetchall()}
+    latest = await latest_policies(conn, tenant_id, list(rows))
+    resent = []
+    for agent_id, artifact in rows.items():
+        sent = latest.get(agent_id)
+        if sent is None or sent.delivered_at is None or sent.artifact != artifact:
+            continue  # the next round queues or delivers one with the values of then
+        seq = (sent.policy_seq or 0) + 1
+        await add_policy_change(conn, tenant_id, agent_id, uuid7(), artifact, seq)
+        resent.append(agent_id)
+    return resent
 
 
 async def add_action(
