@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 import psycopg
-from agentbus.benchanalytics import bench_analytics
+from agentbus.bench.analytics import bench_analytics
 
 
 async def test_the_bench_drains_every_event_and_cleans_up(pg_admin_url: str) -> None:

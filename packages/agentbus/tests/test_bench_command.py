@@ -17,7 +17,8 @@ from typing import Any
 import nats
 import psycopg
 import pytest
-from agentbus import bench, benchdeploy
+from agentbus.bench import command as bench
+from agentbus.bench import deploy
 from agentbus.gateway.config import GatewaySettings
 
 
@@ -163,9 +164,7 @@ async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(
 def test_the_gateway_runs_without_request_rates(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dep = benchdeploy.Deployment(
-        tmp_path, "postgresql://db.invalid/x", "nats://nats.invalid:4222", 1
-    )
+    dep = deploy.Deployment(tmp_path, "postgresql://db.invalid/x", "nats://nats.invalid:4222", 1)
     for name, value in dep.gateway_environment().items():
         if name.startswith("AGENTBUS_"):
             monkeypatch.setenv(name, value)

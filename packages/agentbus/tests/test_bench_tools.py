@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from agentbus import benchdeploy, benchhost, benchhttp
-from agentbus.benchcpu import CpuMeter
-from agentbus.benchlone import lone_rounds
+from agentbus.bench import deploy, host, http
+from agentbus.bench.cpu import CpuMeter
+from agentbus.bench.lone import lone_rounds
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -44,7 +44,7 @@ async def test_client_reuses_connections_and_reads_bodies() -> None:
 
     server = await asyncio.start_server(serve, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    client = benchhttp.Client(f"http://127.0.0.1:{port}", 1, {"Authorization": "Bearer t"})
+    client = http.Client(f"http://127.0.0.1:{port}", 1, {"Authorization": "Bearer t"})
     try:
         assert await client.request("POST", "/v1/messages", b"{}", "application/json") == (
             200,
@@ -97,34 +97,34 @@ def test_host_probe_finds_slow_stretches() -> None:
     pieces = _steady(1000)
     for i in (100, 101, 102, 600):  # one stretch of three slow pieces, and one alone
         pieces[i] = (pieces[i][0], 0.005)
-    found = benchhost.analyse(pieces)
+    found = host.analyse(pieces)
     assert found.slow_windows == 2
     assert found.median_piece_ms == pytest.approx(1.0)
     assert found.slow_share == pytest.approx(0.020 / (0.996 + 0.020))
     assert found.longest_window_ms == pytest.approx(7.0)  # 100's start to 102's end
-    assert benchhost.analyse(_steady(50)).slow_windows == 0
-    assert benchhost.analyse([]).summary()["slow_windows_per_min"] is None
+    assert host.analyse(_steady(50)).slow_windows == 0
+    assert host.analyse([]).summary()["slow_windows_per_min"] is None
 
 
 @given(st.lists(st.floats(0.0001, 0.05), min_size=1, max_size=300))
 def test_host_probe_shares_and_windows_stay_in_bounds(durations: list[float]) -> None:
     starts = [sum(durations[:i]) for i in range(len(durations))]
-    found = benchhost.analyse(list(zip(starts, durations, strict=True)))
-    slow = [d for d in durations if d > benchhost.SLOW_FACTOR * found.median_piece_ms / 1000]
+    found = host.analyse(list(zip(starts, durations, strict=True)))
+    slow = [d for d in durations if d > host.SLOW_FACTOR * found.median_piece_ms / 1000]
     assert 0.0 <= found.slow_share <= 1.0
     assert found.slow_windows <= len(slow)
     assert (found.slow_windows == 0) == (not slow)
 
 
 def test_host_probe_runs_for_about_its_time() -> None:
-    found = benchhost.probe(0.3)
+    found = host.probe(0.3)
     assert 0.25 <= found.seconds <= 1.0
     assert found.median_piece_ms > 0
 
 
 def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: Path) -> None:
     log = tmp_path / "gateway.log"
-    assert benchdeploy.gateway_errors(log) == []  # the gateway never started
+    assert deploy.gateway_errors(log) == []  # the gateway never started
     lost = (
         "Traceback (most recent call last):\n  File x\n    raise exc\n"
         "psycopg.OperationalError: server closed the connection\n\tThis probably means\n"
@@ -142,8 +142,8 @@ def test_gateway_errors_are_the_last_errors_with_their_traceback_ends(tmp_path: 
         "unhandled error in POST /v1/inbox/read | psycopg.OperationalError: server closed the"
         " connection This probably means"
     )
-    assert benchdeploy.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
-    assert benchdeploy.gateway_errors(log, last=1) == [read]
+    assert deploy.gateway_errors(log) == ["unhandled error in GET /v1/inbox", read]
+    assert deploy.gateway_errors(log, last=1) == [read]
 
 
 class _Recorded:
@@ -179,7 +179,7 @@ class _CountingMeter(CpuMeter):
 
 async def test_lone_rounds_are_metered_first_then_timed_back_to_back() -> None:
     log: list[str] = []
-    client = cast(benchhttp.Client, _Recorded(log))
+    client = cast(http.Client, _Recorded(log))
     line = await lone_rounds(client, client, lambda n: b"{}", 3, _CountingMeter(log))
     metered = ["send", "meter", "pull", "meter", "read", "meter"]
     assert log == ["meter", *metered * 3, *["send", "pull", "read"] * 3]

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import nats
 import pytest
-from agentbus.benchdeploy import Agent, enroll
+from agentbus.bench.deploy import Agent, enroll
 from agentbus.e2e import TENANT, Stack, open_stack
 from agentbus_sidecar.envelope import build_envelope, sign_envelope
 from wirekit import canonical_json

@@ -21,7 +21,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from agentbus.benchruns import payload_opens
+from agentbus.bench.runs import payload_opens
 from agentbus.e2e import (
     World,
     assert_exactly_once,

@@ -124,7 +124,7 @@ def bench(
     Send -> NATS -> delivery -> application ack, paced and unpaced; one JSON object per line."""
     from agentbus_sidecar.sync import DELIVERIES
 
-    from agentbus.bench import bench as run
+    from agentbus.bench.command import bench as run
 
     if delivery not in DELIVERIES:
         hint = f"one of {', '.join(sorted(DELIVERIES))}"
@@ -149,7 +149,7 @@ def bench_analytics(
     ] = None,
 ) -> None:
     """Analytics ingest: outbox -> chDB events per second and CPU per event; JSON lines."""
-    from agentbus.benchanalytics import bench_analytics as run
+    from agentbus.bench.analytics import bench_analytics as run
 
     run(events, batch, database_url)
 

@@ -1,7 +1,7 @@
 """The benchmark's runs through the gateway (``agentbus-gateway bench``): each lane's sender
 flushes its queued envelopes as a sidecar flushes its outbox, its receiver long-polls and reads,
 or holds the delivery WebSocket; ``Result`` is one run's figures, shared with the raw JetStream
-run (``benchraw``), and ``drive`` paces either.
+run (``bench.raw``), and ``drive`` paces either.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from agentbus_sidecar.sync import LONG_POLL, PUSH
 from websockets.asyncio.client import ClientConnection
 from wirekit import canonical_json
 
-from agentbus import benchhttp
-from agentbus.benchcpu import CpuMeter
-from agentbus.benchdeploy import Agent
-from agentbus.benchlone import batch_body, percentile, read_all
+from agentbus.bench.cpu import CpuMeter
+from agentbus.bench.deploy import Agent
+from agentbus.bench.http import Client, HttpError
+from agentbus.bench.lone import batch_body, percentile, read_all
 
 BATCH_MAX = 100
 
@@ -47,7 +47,7 @@ class Result:
     workers: int | None = None
     lanes: int | None = None
     payloads: str | None = None  # the gateway's setting: inline or store
-    policies: str | None = None  # the tenant's policy set (benchpolicies)
+    policies: str | None = None  # the tenant's policy set (bench.policies)
     payload_opens: dict[str, int] | None = None  # what the gateway's metric counted, by source
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
@@ -98,9 +98,9 @@ class Workload:
     warmup: int  # unmeasured messages first
     lanes: int  # sending and receiving agent pairs
     raw: bool  # also the same workload over raw JetStream
-    lone_rounds: int = 0  # messages one at a time first, for each request's CPU (benchlone)
+    lone_rounds: int = 0  # messages one at a time first, for each request's CPU (bench.lone)
     delivery: str = LONG_POLL  # how the receiving clients get their messages
-    policies: str = "default"  # the tenant's policy set (benchpolicies)
+    policies: str = "default"  # the tenant's policy set (bench.policies)
 
 
 async def drive(
@@ -137,7 +137,7 @@ def _bearer(agent: Agent) -> dict[str, str]:
 
 def _ok(status: int, body: dict[str, Any]) -> dict[str, Any]:
     if status != 200:
-        raise benchhttp.HttpError(f"{status}: {body}")
+        raise HttpError(f"{status}: {body}")
     return body
 
 
@@ -146,8 +146,8 @@ class Lane:
 
     def __init__(self, url: str, sender: Agent, receiver: Agent) -> None:
         self.url = url
-        self.send_client = benchhttp.Client(url, 1, _bearer(sender))
-        self.recv_client = benchhttp.Client(url, 1, _bearer(receiver))
+        self.send_client = Client(url, 1, _bearer(sender))
+        self.recv_client = Client(url, 1, _bearer(receiver))
         self.sender, self.receiver = sender, receiver
         self.conversation: str | None = None
 
@@ -240,7 +240,7 @@ class Run:
                 while not frames.empty():
                     batch.append(frames.get_nowait())
                 if None in batch:
-                    raise benchhttp.HttpError(f"the delivery WebSocket closed ({ws.close_code})")
+                    raise HttpError(f"the delivery WebSocket closed ({ws.close_code})")
                 deliveries = [f for f in batch if f is not None and f.get("type") == "delivery"]
                 self._arrived(deliveries)
                 if deliveries:

@@ -25,7 +25,7 @@ from agentbus.analytics.backends import ChdbBackend
 from agentbus.analytics.ingest import Ingester
 from agentbus.analytics.rows import event_row
 from agentbus.analytics.store import apply_schema
-from agentbus.benchdeploy import Deployment, make_tenant, workdir
+from agentbus.bench.deploy import Deployment, make_tenant, workdir
 
 Emit = Callable[[dict[str, Any]], None]
 TRIGGERS = (

@@ -37,7 +37,7 @@ from agentbus import db
 from agentbus.actions import tenants, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
-from agentbus.benchcpu import CpuMeter
+from agentbus.bench.cpu import CpuMeter
 from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans

@@ -3,7 +3,7 @@ workload over raw NATS JetStream as the ceiling.
 
 The gateway runs as its own process (``agentbus-gateway serve``) on a throwaway PostgreSQL and
 NATS unless URLs are given (on given servers it creates its own database and tenant, and removes
-the database and the tenant's stream at the end; ``benchdeploy``). A lane is two agents
+the database and the tenant's stream at the end; ``bench.deploy``). A lane is two agents
 registered with sidecar keys (``--lanes``, default one; message ``n`` travels in lane
 ``n % lanes``). A lane's sending client signs envelopes with the sidecar's envelope module and
 flushes them as a sidecar flushes its outbox: the messages of the lane queued so far, up to
@@ -14,22 +14,22 @@ ack too); with ``--delivery websocket`` it holds the delivery WebSocket instead,
 ``agentbus sidecar run`` does by default, and application-acks the deliveries that arrived
 together with one ``read`` frame on the socket (so the worker that handed them out also acks
 them in JetStream, as it does for the sidecar's frames), granting their credit again after the
-``result`` (``benchruns``). A message's latency runs from the moment it is queued to the answer
+``result`` (``bench.runs``). A message's latency runs from the moment it is queued to the answer
 of the read that acked it. Both clients are the lean keep-alive HTTP/1.1 client of
-``benchhttp``, in this process. Envelopes are built and
+``bench.http``, in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
 share of the CPU is the HTTP traffic.
 
 The raw run publishes envelopes of the same size with ``Nats-Msg-Id`` to a file-backed stream,
-pulls them with a durable pull consumer and acks each with a confirmed ack (``benchraw``).
+pulls them with a durable pull consumer and acks each with a confirmed ack (``bench.raw``).
 
-The first line says how steady the machine's CPU is (``benchhost``): on a shared virtual
+The first line says how steady the machine's CPU is (``bench.host``): on a shared virtual
 machine the host may slow the guest for a tenth of a second at a time, which every run's p99
 then includes. Each run prints one JSON object per line, with the CPU time its messages cost
-per process (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``benchcpu``), which
+per process (``cpu_ms_per_msg``: gateway, PostgreSQL, NATS, this client; ``bench.cpu``), which
 stays meaningful when other work shares the machine and the wall-clock figures do not. With
 ``--lone-rounds N`` a line for messages sent one at a time comes before the runs, with each
-request's CPU per service (``benchlone``). Then one line per mode puts the gateway beside the
+request's CPU per service (``bench.lone``). Then one line per mode puts the gateway beside the
 raw JetStream ceiling, and the last line compares the gateway runs with the goals (p50 < 5 ms
 and p99 < 25 ms at the paced rate, >= 2000 msg/s unpaced). A run that fails ends with its
 first failure and, on standard error, the gateway's last logged errors (``gateway_errors``),
@@ -47,13 +47,15 @@ from typing import Any
 import httpx
 from agentbus_sidecar.sync import DELIVERIES, LONG_POLL
 
-from agentbus import benchhost, benchpolicies
-from agentbus.benchanalytics import set_analytics_triggers
-from agentbus.benchcpu import CpuMeter
-from agentbus.benchdeploy import Deployment, enroll, gateway_errors, make_tenant, workdir
-from agentbus.benchlone import lone_rounds
-from agentbus.benchraw import raw_nats
-from agentbus.benchruns import GatewayBench, Lane, Result, Workload
+from agentbus.bench import host
+from agentbus.bench.analytics import set_analytics_triggers
+from agentbus.bench.cpu import CpuMeter
+from agentbus.bench.deploy import Deployment, enroll, gateway_errors, make_tenant, workdir
+from agentbus.bench.lone import lone_rounds
+from agentbus.bench.policies import POLICY_SETS
+from agentbus.bench.policies import install as install_policies
+from agentbus.bench.raw import raw_nats
+from agentbus.bench.runs import GatewayBench, Lane, Result, Workload
 
 GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
 HOST_PROBE_S = 5.0
@@ -93,7 +95,7 @@ async def run_bench(dep: Deployment, work: Workload, emit_row: Emit) -> None:
     )
     if not dep.analytics:  # the baseline: no outbox rows either
         await set_analytics_triggers(str(dep.database_url), enabled=False)
-    await benchpolicies.install(str(dep.database_url), dep.tenant_id, work.policies)
+    await install_policies(str(dep.database_url), dep.tenant_id, work.policies)
     await asyncio.to_thread(dep.start_gateway)
     async with httpx.AsyncClient(base_url=dep.url, timeout=30) as client:
         agents = [
@@ -101,7 +103,7 @@ async def run_bench(dep: Deployment, work: Workload, emit_row: Emit) -> None:
             for i in range(work.lanes)
         ]
     meter = dep.meter()
-    emit(benchhost.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
+    emit(host.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
     lanes = [Lane(dep.url, *pair) for pair in agents]
     payloads = "inline" if dep.inline_payloads else "store"
     bench = GatewayBench(lanes, meter, work.delivery, dep.workers, payloads, work.policies)
@@ -153,8 +155,8 @@ def bench(
     """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
     if delivery not in DELIVERIES:
         raise ValueError(f"delivery is one of {', '.join(sorted(DELIVERIES))}, not {delivery!r}")
-    if policies not in benchpolicies.POLICY_SETS:
-        raise ValueError(f"policies is one of {', '.join(benchpolicies.POLICY_SETS)}")
+    if policies not in POLICY_SETS:
+        raise ValueError(f"policies is one of {', '.join(POLICY_SETS)}")
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
         dep = Deployment(root, database_url, nats_url, workers, inline_payloads, analytics)

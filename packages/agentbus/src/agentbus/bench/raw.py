@@ -13,8 +13,8 @@ from contextlib import suppress
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
-from agentbus.benchcpu import CpuMeter
-from agentbus.benchruns import Result, drive
+from agentbus.bench.cpu import CpuMeter
+from agentbus.bench.runs import Result, drive
 
 UNPACED_IN_FLIGHT = 32
 

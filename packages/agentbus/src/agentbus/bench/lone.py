@@ -1,7 +1,7 @@
 """The benchmark's lone rounds (``--lone-rounds N``): messages one at a time, each a send, a
 pull and a read in turn with nothing else in flight, so each request's CPU can be told apart.
 
-N metered rounds come first: between requests the CPU meter is read (``benchcpu``), and what
+N metered rounds come first: between requests the CPU meter is read (``bench.cpu``), and what
 each service spent meanwhile is charged to that request. The machine's other work is idle then,
 so this is what the request cost the gateway, PostgreSQL and NATS. ``/proc`` counts in clock
 ticks (10 ms), so a single request reads as 0 or 10 ms; the means over many rounds are what the
@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from agentbus import benchhttp
-from agentbus.benchcpu import CpuMeter
+from agentbus.bench.cpu import CpuMeter
+from agentbus.bench.http import Client, HttpError
 
 REQUESTS = ("send", "pull", "read")
 
@@ -44,14 +44,14 @@ def read_all(deliveries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _answer(status: int, content: bytes) -> dict[str, Any]:
     if status != 200:
-        raise benchhttp.HttpError(f"{status}: {content[:300]!r}")
+        raise HttpError(f"{status}: {content[:300]!r}")
     body: dict[str, Any] = json.loads(content)
     return body
 
 
 async def _round(
-    send_client: benchhttp.Client,
-    recv_client: benchhttp.Client,
+    send_client: Client,
+    recv_client: Client,
     body: bytes,
     after: Callable[[str], None],
 ) -> float:
@@ -64,7 +64,7 @@ async def _round(
     )
     wall += time.perf_counter() - start
     if [r.get("status") for r in sent.get("results", [])] != [202]:
-        raise benchhttp.HttpError(f"the send was not accepted: {sent}")
+        raise HttpError(f"the send was not accepted: {sent}")
     after("send")
 
     deliveries: list[dict[str, Any]] = []
@@ -84,8 +84,8 @@ async def _round(
 
 
 async def lone_rounds(
-    send_client: benchhttp.Client,
-    recv_client: benchhttp.Client,
+    send_client: Client,
+    recv_client: Client,
     envelope: Callable[[int], bytes],
     rounds: int,
     meter: CpuMeter,
