@@ -17,7 +17,7 @@ from agentbus import db
 from agentbus.cli import app as cli
 from agentbus.console.sessions import use_link
 from agentbus.errors import AgentBusError, TokenExpired, TokenRevoked
-from agentbus.gateway.signing import ensure_signing_key
+from agentbus.gateway.actions.signing import ensure_signing_key
 from agentbus.keys import load_or_create_keyring
 from agentbus.policies.model import DEFAULT_NAME
 from agentbus.store.integration_tokens import VerifiedToken, verify_integration_token

@@ -20,6 +20,7 @@ from agentbus.analytics.ingest import Ingester
 from agentbus.db import SCOPE
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testing import serving
 from agentbus.gateway.testkit import (
     alice_and_bob,
@@ -30,7 +31,6 @@ from agentbus.gateway.testkit import (
     send_message,
     settle_inbox,
 )
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7

@@ -21,8 +21,8 @@ from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.console.sessions import mint_link
 from agentbus.e2e import TENANT, WORKSPACE, Stack, open_stack
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import SimAgent, World, enroll, post_envelope
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from agentbus.keys import load_or_create_keyring
 from agentbus.policies import actions as policies

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -21,7 +22,6 @@ from agentbus.gateway.testkit import (
     settle_inbox,
 )
 from agentbus.gateway.testkit import poll_inbox as poll
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7

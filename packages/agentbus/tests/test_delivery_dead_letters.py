@@ -15,6 +15,7 @@ from agentbus.db import SCOPE
 from agentbus.delivery.domain import MAX_DELIVER
 from agentbus.delivery.sweeper import Sweeper
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -22,7 +23,6 @@ from agentbus.gateway.testkit import (
     nak_until_dead_lettered,
     post_envelope,
 )
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from agentbus.tasks import sweeper as task_sweeper
 from platformkit.db.scope import tenant_transaction

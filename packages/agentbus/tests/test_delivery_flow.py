@@ -16,6 +16,7 @@ from agentbus.delivery import jetstream, outcomes, store
 from agentbus.delivery.domain import Status
 from agentbus.delivery.service import build_service, nats_client
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -25,7 +26,6 @@ from agentbus.gateway.testkit import (
 )
 from agentbus.gateway.testkit import poll_inbox as poll
 from agentbus.gateway.testkit import settle_inbox as settle
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import parse_id
 from platformkit.db.scope import tenant_transaction
 

@@ -14,8 +14,8 @@ from agentbus import broker
 from agentbus.actions import tenants
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
+from agentbus.gateway.actions.reconciler import Reconciler
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.reconciler import Reconciler
 from agentbus.gateway.testkit import (
     SimAgent,
     alice_and_bob,

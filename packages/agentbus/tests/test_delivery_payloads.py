@@ -16,14 +16,14 @@ import httpx
 import pytest
 from agentbus import broker
 from agentbus.db import SCOPE
+from agentbus.gateway.actions.payloads import load_payload
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import b64url_decode
 from agentbus.gateway.metrics import PAYLOAD_OPENS
-from agentbus.gateway.payloads import load_payload
 from agentbus.gateway.store.messages import find_message
 from agentbus.gateway.testing import serving
 from agentbus.gateway.testkit import SimAgent, World, alice_and_bob, poll_inbox, post_envelope
-from agentbus.gateway.wire import b64url_decode
 from agentbus.ids import parse_id
 from platformkit.db.scope import tenant_transaction
 

@@ -13,8 +13,8 @@ import pytest
 from agentbus.db import SCOPE
 from agentbus.delivery import store
 from agentbus.delivery.domain import MAX_DELIVER
+from agentbus.gateway.actions.publish import publish_message
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.publish import publish_message
 from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import (
     SimAgent,

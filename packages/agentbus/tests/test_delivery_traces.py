@@ -16,6 +16,7 @@ from agentbus.db import SCOPE
 from agentbus.delivery.domain import MAX_DELIVER, MAX_DELIVERIES
 from agentbus.delivery.traces import timeline
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -25,7 +26,6 @@ from agentbus.gateway.testkit import (
     owner_token,
     post_envelope,
 )
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
 from agentbus.store.audit_actions import list_audit_actions

@@ -3,7 +3,7 @@ same signatures, and the same verdicts on good and tampered ones."""
 
 from __future__ import annotations
 
-from agentbus.gateway import ed25519
+from agentbus.gateway.domain import ed25519
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from hypothesis import given, settings

@@ -19,11 +19,11 @@ from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.users import OwnerSpec
 from agentbus.controllers.retention import Retention
 from agentbus.db import SCOPE
+from agentbus.gateway.actions.payloads import load_payload
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.errors import KeyUnavailable
-from agentbus.gateway.objectstore import ObjectMissing
-from agentbus.gateway.payloads import load_payload
+from agentbus.gateway.domain.errors import KeyUnavailable
 from agentbus.gateway.store import messages
+from agentbus.gateway.store.objectstore import ObjectMissing
 from agentbus.gateway.testkit import World, enroll, make_world, owner_token, send_message
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans

@@ -14,7 +14,7 @@ import pytest
 from agentbus.broker import stream_name
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.directory import DIRECTORY_TTL_S
+from agentbus.gateway.store.directory import DIRECTORY_TTL_S
 from agentbus.gateway.testkit import (
     SimAgent,
     World,

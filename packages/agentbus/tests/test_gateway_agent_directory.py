@@ -12,7 +12,7 @@ import httpx
 from agentbus.actions import workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
-from agentbus.gateway.addressing import Sender, visible
+from agentbus.gateway.actions.addressing import Sender, visible
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.store import agents
 from agentbus.gateway.testkit import enroll, make_world

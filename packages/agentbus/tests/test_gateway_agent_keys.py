@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 from agentbus.db import SCOPE
-from agentbus.gateway.agent_keys import MAX_USABLE_KEYS
+from agentbus.gateway.actions.agent_keys import MAX_USABLE_KEYS
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.directory import DIRECTORY_TTL_S
+from agentbus.gateway.store.directory import DIRECTORY_TTL_S
 from agentbus.gateway.testkit import (
     SimAgent,
     World,

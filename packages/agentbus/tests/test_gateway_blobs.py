@@ -15,10 +15,11 @@ import psycopg
 import pytest
 from agentbus.controllers.retention import Retention
 from agentbus.db import SCOPE
-from agentbus.gateway.blobs import attached_blobs, blob_key
+from agentbus.gateway.actions.blobs import attached_blobs, blob_key
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.objectstore import ObjectMissing
+from agentbus.gateway.domain.wire import b64url_encode
 from agentbus.gateway.store import blobs
+from agentbus.gateway.store.objectstore import ObjectMissing
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
@@ -29,7 +30,6 @@ from agentbus.gateway.testkit import (
     post_envelope,
     post_signed,
 )
-from agentbus.gateway.wire import b64url_encode
 from agentbus.ids import format_id, parse_id
 from agentbus.store import plans
 from agentbus.store.audit_actions import list_audit_actions

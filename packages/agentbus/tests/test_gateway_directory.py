@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-from agentbus.gateway import directory as directory_module
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.directory import Directory
+from agentbus.gateway.store import directory as directory_module
+from agentbus.gateway.store.directory import Directory
 from agentbus.gateway.testkit import SimAgent, enroll, make_world
 from agentbus.ids import parse_id
 from wirekit import canonical_json

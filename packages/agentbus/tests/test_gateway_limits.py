@@ -5,7 +5,7 @@ full again is exact; backlog and stream checks; ``Retry-After`` rounding."""
 
 from __future__ import annotations
 
-from agentbus.gateway.limits import (
+from agentbus.gateway.domain.limits import (
     Bucket,
     backlog_full,
     full_in_s,

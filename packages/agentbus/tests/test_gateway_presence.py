@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import psycopg
-from agentbus.gateway import presence
+from agentbus.gateway.actions import presence
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import SimAgent, enroll, make_world
 from agentbus.ids import parse_id

@@ -13,10 +13,10 @@ import psycopg
 import pytest
 from agentbus import broker
 from agentbus.broker import Broker
+from agentbus.gateway.actions.reconciler import Reconciler
 from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.reconciler import Reconciler
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from asgi_lifespan import LifespanManager
 from nats.js.api import PubAck

@@ -11,9 +11,9 @@ import uuid
 
 import httpx
 import pytest
-from agentbus.gateway import request_limits
+from agentbus.gateway.api import request_limits
+from agentbus.gateway.api.request_limits import Kind, RequestLimits
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.request_limits import Kind, RequestLimits
 from agentbus.gateway.testkit import (
     Closed,
     SimAgent,

@@ -14,12 +14,12 @@ import jwt
 import psycopg
 from agentbus import broker
 from agentbus.db import SCOPE
+from agentbus.gateway.actions.payloads import load_payload
+from agentbus.gateway.actions.receipts import verify_receipt
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.payloads import load_payload
-from agentbus.gateway.receipts import verify_receipt
+from agentbus.gateway.domain.wire import b64url_decode, format_ts
 from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
-from agentbus.gateway.wire import b64url_decode, format_ts
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7

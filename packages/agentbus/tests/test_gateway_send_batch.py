@@ -13,8 +13,8 @@ import httpx
 import pytest
 from agentbus import broker
 from agentbus.db import SCOPE
+from agentbus.gateway.actions.receipts import verify_receipt
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.receipts import verify_receipt
 from agentbus.gateway.store import messages
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from agentbus.ids import format_id, parse_id

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import psycopg
 from agentbus import broker
+from agentbus.gateway.actions.send_limits import INFO_TTL_S
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.send_limits import INFO_TTL_S
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from psycopg.types.json import Jsonb
 from wirekit import canonical_json

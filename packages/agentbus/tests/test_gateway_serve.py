@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from agentbus.gateway.signing import ensure_signing_key
+from agentbus.gateway.actions.signing import ensure_signing_key
 from agentbus.keys import load_or_create_keyring
 from platformkit.testing.services import free_port
 

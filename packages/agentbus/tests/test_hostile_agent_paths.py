@@ -12,7 +12,7 @@ import httpx
 import pytest
 from agentbus.delivery.ws import FRAME_MAX
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.envelope import SEND_BODY_MAX
+from agentbus.gateway.domain.envelope import SEND_BODY_MAX
 from agentbus.gateway.testkit import (
     SimAgent,
     Socket,

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import psycopg
 from agentbus.controllers.keys import KeyJobs
+from agentbus.gateway.actions.receipts import verify_receipt
+from agentbus.gateway.actions.signing import SigningKeys, keep_fresh
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.receipts import verify_receipt
-from agentbus.gateway.signing import SigningKeys, keep_fresh
 from agentbus.gateway.testkit import SimAgent, alice_and_bob, owner_token, post_envelope
 from agentbus.keys import TenantKeyStore
 from agentbus.kms import providers_from

@@ -15,8 +15,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from agentbus.gateway.errors import ObjectStoreUnavailable
-from agentbus.gateway.objectstore import (
+from agentbus.gateway.domain.errors import ObjectStoreUnavailable
+from agentbus.gateway.store.objectstore import (
     LocalObjects,
     ObjectMissing,
     ObjectStore,

@@ -16,7 +16,7 @@ from agentbus.cli import app as cli
 from agentbus.controllers.retention import Retention, drop_partitions
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.objectstore import ObjectMissing
+from agentbus.gateway.store.objectstore import ObjectMissing
 from agentbus.gateway.testkit import (
     SimAgent,
     alice_and_bob,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from agentbus.gateway.schemas import TYPES, inline_local_refs, schema_of, validator
+from agentbus.gateway.domain.schemas import TYPES, inline_local_refs, schema_of, validator
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator  # type: ignore[import-untyped]

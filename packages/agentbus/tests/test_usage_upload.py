@@ -14,8 +14,8 @@ import httpx
 import pytest
 from agentbus.db import SCOPE
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import SimAgent, World, alice_and_bob, post_signed
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7

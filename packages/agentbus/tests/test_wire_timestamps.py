@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from agentbus.gateway.wire import format_ts, parse_ts
+from agentbus.gateway.domain.wire import format_ts, parse_ts
 from hypothesis import given
 from hypothesis import strategies as st
 

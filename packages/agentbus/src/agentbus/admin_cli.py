@@ -29,7 +29,7 @@ from agentbus import db
 from agentbus.actions import audit, tenants, tokens, users, workspaces
 from agentbus.actions.context import Actor, Ctx
 from agentbus.errors import AgentBusError
-from agentbus.gateway.signing import KeyringMismatch, check_keyring, wrapped_keys
+from agentbus.gateway.actions.signing import KeyringMismatch, check_keyring, wrapped_keys
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.keys import load_or_create_keyring
 from agentbus.settings import Settings

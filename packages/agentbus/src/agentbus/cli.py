@@ -47,8 +47,8 @@ def serve(
 
     On the embedded PostgreSQL and NATS unless AGENTBUS_DATABASE_URL and AGENTBUS_NATS_URL name
     servers."""
+    from agentbus.gateway.actions.signing import KeyringMismatch
     from agentbus.gateway.config import GatewaySettings
-    from agentbus.gateway.signing import KeyringMismatch
     from agentbus.serve import serve as run
 
     given = {"host": host, "port": port, "workers": workers, "database_url": database_url}
@@ -215,7 +215,7 @@ def retention_run(database_url: DatabaseUrl = None) -> None:
     payloads), then drop emptied partitions past the longest."""
     from agentbus.controllers.retention import Retention, drop_partitions
     from agentbus.gateway.config import GatewaySettings
-    from agentbus.gateway.objectstore import open_object_store
+    from agentbus.gateway.store.objectstore import open_object_store
 
     settings = GatewaySettings()
     objects = open_object_store(

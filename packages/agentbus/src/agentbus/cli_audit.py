@@ -23,7 +23,7 @@ from agentbus.actions.audit_export import jwks_keys, verify_export
 from agentbus.actions.context import Ctx
 from agentbus.admin_cli import TenantOpt, _id, _run, console
 from agentbus.db import SCOPE
-from agentbus.gateway.signing import SigningKeys
+from agentbus.gateway.actions.signing import SigningKeys
 
 app = typer.Typer(
     help="The tenant audit chains: verify, checkpoint, export.",

@@ -13,7 +13,7 @@ from agentbus.actions import keys
 from agentbus.actions.context import Ctx
 from agentbus.admin_cli import TenantOpt, _id, _run, console
 from agentbus.controllers.keys import KeyJobs
-from agentbus.gateway.signing import SigningKeys
+from agentbus.gateway.actions.signing import SigningKeys
 from agentbus.keys import TenantKeyStore
 from agentbus.kms import providers_from
 from agentbus.settings import Settings

@@ -22,9 +22,9 @@ from platformkit.http.serve import DRAIN_GRACE_S
 from platformkit.nats.embedded import EmbeddedNats
 
 from agentbus import db
+from agentbus.gateway.actions.payloads import INLINE_MAX_BYTES
+from agentbus.gateway.actions.signing import check_keyring, wrapped_keys
 from agentbus.gateway.config import GatewaySettings
-from agentbus.gateway.payloads import INLINE_MAX_BYTES
-from agentbus.gateway.signing import check_keyring, wrapped_keys
 
 APP_FACTORY = "agentbus.gateway.app:create_app"
 

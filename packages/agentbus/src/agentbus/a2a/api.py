@@ -22,9 +22,9 @@ from starlette.routing import Route
 from agentbus.a2a import cards
 from agentbus.a2a.rpc import RpcError, dispatch
 from agentbus.db import SCOPE
-from agentbus.gateway.agent_directory import viewer_of
-from agentbus.gateway.auth import authenticate_either, authenticate_token
-from agentbus.gateway.bodies import MANAGEMENT_BODY_MAX, MAX_DEPTH, read_capped
+from agentbus.gateway.actions.agent_directory import viewer_of
+from agentbus.gateway.api.auth import authenticate_either, authenticate_token
+from agentbus.gateway.api.bodies import MANAGEMENT_BODY_MAX, MAX_DEPTH, read_capped
 from agentbus.gateway.context import get_gateway
 from agentbus.gateway.store import agents
 from agentbus.store import tenants

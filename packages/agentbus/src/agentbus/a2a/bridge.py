@@ -24,13 +24,13 @@ from wirekit import canonical_json
 
 from agentbus import broker
 from agentbus.db import SCOPE
-from agentbus.gateway.agent_spec import agent_card, fingerprint, key_usable
+from agentbus.gateway.actions.registration import KEY_LIFETIME
+from agentbus.gateway.actions.signing import raw_public, unwrap_private_key, wrap_private_key
+from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.principals import AgentPrincipal
-from agentbus.gateway.registration import KEY_LIFETIME
-from agentbus.gateway.signing import raw_public, unwrap_private_key, wrap_private_key
+from agentbus.gateway.domain.agent_spec import agent_card, fingerprint, key_usable
+from agentbus.gateway.domain.wire import b64url_encode
 from agentbus.gateway.store import agents
-from agentbus.gateway.wire import b64url_encode
 from agentbus.ids import format_id
 from agentbus.store import tenants
 from agentbus.store.integration_tokens import VerifiedToken

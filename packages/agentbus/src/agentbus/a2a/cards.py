@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentbus.gateway.agent_spec import card_extra
+from agentbus.gateway.domain.agent_spec import card_extra
 from agentbus.ids import format_id
 
 PROTOCOL_VERSION = "1.0"

@@ -26,13 +26,13 @@ from wirekit import canonical_json
 from agentbus.a2a.bridge import Bridge, bridge_for
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError, NotFound, RequestInvalid
-from agentbus.gateway.auth import require_scopes
+from agentbus.gateway.actions.payloads import load_payload
+from agentbus.gateway.actions.send import send_envelope
+from agentbus.gateway.api.auth import require_scopes
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.payloads import load_payload
-from agentbus.gateway.send import send_envelope
+from agentbus.gateway.domain.wire import format_ts, uuid7_time
 from agentbus.gateway.store import agents
 from agentbus.gateway.store import messages as message_store
-from agentbus.gateway.wire import format_ts, uuid7_time
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.store.integration_tokens import VerifiedToken
 from agentbus.tasks import store as task_store

@@ -20,7 +20,7 @@ from agentbus.actions.access import require_tenant_admin, require_tenant_owner, 
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Ctx
 from agentbus.errors import RequestInvalid
-from agentbus.gateway.errors import KeyUnavailable
+from agentbus.gateway.domain.errors import KeyUnavailable
 from agentbus.ids import format_id
 from agentbus.kms import PLATFORM_KEK, KeyProviderError
 from agentbus.store import tenant_keys, tenants

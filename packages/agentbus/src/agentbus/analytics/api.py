@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from agentbus.analytics import reads
-from agentbus.gateway.auth import AUDIT_SCOPES, require_tenant_wide, require_token
+from agentbus.gateway.api.auth import AUDIT_SCOPES, require_tenant_wide, require_token
 from agentbus.gateway.context import get_gateway
 from agentbus.store.integration_tokens import VerifiedToken
 

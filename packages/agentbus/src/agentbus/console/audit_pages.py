@@ -14,7 +14,7 @@ from agentbus.actions import audit_chain as chain
 from agentbus.console.pages import _html, _page, console_token, signed_form, signed_in
 from agentbus.console.sessions import Operator
 from agentbus.db import SCOPE
-from agentbus.gateway.administration import acting
+from agentbus.gateway.actions.administration import acting
 from agentbus.gateway.context import get_gateway
 from agentbus.store import audit_chain
 

@@ -27,7 +27,7 @@ from agentbus.console import charts
 from agentbus.console.sessions import COOKIE, SESSION_TTL, Operator, operator_of, sign_out, use_link
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError
-from agentbus.gateway import redrive
+from agentbus.gateway.actions import redrive
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.ids import format_id, parse_id
 from agentbus.store import console_views

@@ -19,7 +19,7 @@ from agentbus.console.pages import _html, _page, console_token, signed_form, sig
 from agentbus.console.sessions import Operator
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError, NotFound
-from agentbus.gateway.administration import acting
+from agentbus.gateway.actions.administration import acting
 from agentbus.gateway.context import get_gateway
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.policies import actions

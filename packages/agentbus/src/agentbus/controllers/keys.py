@@ -32,7 +32,7 @@ from agentbus.actions.audit import record_action
 from agentbus.actions.context import Actor, Ctx
 from agentbus.actions.keys import rotate_data_key
 from agentbus.db import SCOPE
-from agentbus.gateway.signing import SigningKeys, raw_public, wrap_private_key
+from agentbus.gateway.actions.signing import SigningKeys, raw_public, wrap_private_key
 from agentbus.ids import format_id, new_signing_kid
 from agentbus.store import tenant_keys
 from agentbus.tenant_crypto import TenantCrypto

@@ -13,7 +13,7 @@ stream's ``max_age``, which is the same retention.
 
 ``retention.blobs``, in the same pass per tenant: blobs past ``expires_at``, objects before the
 commit as above. A reference from a message keeps its blob at least as long as the message
-(``gateway/blobs.py``), so no message within its retention names a blob deleted here.
+(``gateway/actions/blobs.py``), so no message within its retention names a blob deleted here.
 
 A tenant being deleted (``deleting``, data model §5.5 step 4; its keys are destroyed already, so
 nothing of this is readable) loses every message and every blob in the same way at the next run,
@@ -38,8 +38,8 @@ from platformkit.jobs import LeaderLoop, LockKey, shard_keys
 from agentbus.actions.audit import record_action
 from agentbus.actions.context import Actor, Ctx
 from agentbus.db import SCOPE
-from agentbus.gateway.objectstore import ObjectStore
 from agentbus.gateway.store import blobs
+from agentbus.gateway.store.objectstore import ObjectStore
 from agentbus.ids import format_id
 from agentbus.store.tenants import set_tenant_status
 

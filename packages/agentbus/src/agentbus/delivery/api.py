@@ -28,10 +28,10 @@ from agentbus.delivery.consumers import pending_estimate
 from agentbus.delivery.service import service_of
 from agentbus.delivery.settle import Item
 from agentbus.delivery.ws import inbox_socket
-from agentbus.gateway.auth import authenticate_agent
-from agentbus.gateway.bodies import read_model
+from agentbus.gateway.api.auth import authenticate_agent
+from agentbus.gateway.api.bodies import read_model
+from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.principals import AgentPrincipal
 
 
 @asynccontextmanager

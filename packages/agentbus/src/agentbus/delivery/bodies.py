@@ -21,9 +21,9 @@ from agentbus.delivery.domain import (
 from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.settle import Item, check
 from agentbus.errors import RequestInvalid
-from agentbus.gateway.bodies import Body
-from agentbus.gateway.errors import BatchTooLarge
-from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.api.bodies import Body
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import BatchTooLarge
 
 BODY_MAX = 1024 * 1024
 

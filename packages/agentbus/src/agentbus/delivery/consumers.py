@@ -10,9 +10,9 @@ from platformkit.db.scope import tenant_transaction
 from agentbus.broker import consumer_name, stream_name
 from agentbus.db import SCOPE
 from agentbus.delivery.service import DeliveryService
-from agentbus.gateway.errors import BrokerUnavailable
-from agentbus.gateway.principals import AgentPrincipal
-from agentbus.gateway.publish import ensure_tenant_stream
+from agentbus.gateway.actions.publish import ensure_tenant_stream
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.gateway.store.agents import get_agent
 
 

@@ -36,13 +36,17 @@ from agentbus.delivery.domain import (
 )
 from agentbus.delivery.service import DeliveryService
 from agentbus.delivery.tokens import parse_ack_subject
-from agentbus.gateway.errors import KeyUnavailable, ObjectStoreUnavailable, PayloadIntegrityFailed
-from agentbus.gateway.payloads import load_payload
-from agentbus.gateway.policy import PolicyError
-from agentbus.gateway.policy import count as count_decision
-from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.actions.payloads import load_payload
+from agentbus.gateway.actions.policy import PolicyError
+from agentbus.gateway.actions.policy import count as count_decision
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import (
+    KeyUnavailable,
+    ObjectStoreUnavailable,
+    PayloadIntegrityFailed,
+)
+from agentbus.gateway.domain.wire import b64url_decode
 from agentbus.gateway.store.agents import get_agent
-from agentbus.gateway.wire import b64url_decode
 from agentbus.ids import InvalidId, parse_id
 from agentbus.policies.domain import Request as PolicyRequest
 from agentbus.policies.model import READ

@@ -95,7 +95,7 @@ class CopyState:
 
 def triage(state: CopyState | None, now: datetime, copy_seq: int = 0) -> Triage:
     """``copy_seq``: the pulled copy's stream sequence. A redrive publishes a new copy before
-    its transaction commits (``gateway/redrive.py``), so a copy newer than the sequence of a
+    its transaction commits (``gateway/actions/redrive.py``), so a copy newer than the sequence of a
     row still ``dead_lettered`` is that redrive's, and waits for its commit."""
     if state is None:
         return Triage.GONE

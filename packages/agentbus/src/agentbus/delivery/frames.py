@@ -13,9 +13,9 @@ from starlette.websockets import WebSocket
 from agentbus.delivery import bodies, settle
 from agentbus.delivery.service import DeliveryService
 from agentbus.errors import AgentBusError
-from agentbus.gateway.auth import principal_from_credential
-from agentbus.gateway.bodies import parse_model
-from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.api.auth import principal_from_credential
+from agentbus.gateway.api.bodies import parse_model
+from agentbus.gateway.api.principals import AgentPrincipal
 
 _MODELS: dict[str, type[BaseModel]] = {
     "ack": bodies.Acks,

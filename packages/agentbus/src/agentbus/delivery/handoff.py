@@ -27,7 +27,7 @@ from nats.aio.subscription import Subscription
 
 from agentbus.delivery import jetstream
 from agentbus.delivery.service import DeliveryService, nats_client
-from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.domain.errors import BrokerUnavailable
 
 log = logging.getLogger(__name__)
 

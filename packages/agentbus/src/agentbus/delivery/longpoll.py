@@ -17,8 +17,8 @@ from starlette.requests import Request
 
 from agentbus.delivery import jetstream
 from agentbus.delivery.service import DeliveryService, nats_client
-from agentbus.gateway.errors import BrokerUnavailable
-from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.ids import parse_id
 
 

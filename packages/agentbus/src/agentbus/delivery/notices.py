@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentbus.broker import Broker
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.metrics import MESSAGE_STATUS
-from agentbus.gateway.wire import format_ts
 from agentbus.ids import format_id
 
 

@@ -41,9 +41,9 @@ from agentbus.delivery.service import DeliveryService, nats_client
 from agentbus.delivery.tokens import InvalidAckToken
 from agentbus.delivery.views import delivery_view
 from agentbus.errors import DatabaseUnavailable
-from agentbus.gateway.errors import BrokerUnavailable
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.gateway.metrics import DELIVERIES
-from agentbus.gateway.principals import AgentPrincipal
 
 log = logging.getLogger(__name__)
 

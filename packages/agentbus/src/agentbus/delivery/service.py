@@ -24,8 +24,8 @@ from agentbus.broker import ACK_WAIT_S, Broker
 from agentbus.delivery.breaker import Dependency
 from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
-from agentbus.gateway.errors import BrokerUnavailable, ObjectStoreUnavailable
-from agentbus.gateway.objectstore import ObjectMissing
+from agentbus.gateway.domain.errors import BrokerUnavailable, ObjectStoreUnavailable
+from agentbus.gateway.store.objectstore import ObjectMissing
 
 PROBE_KEY = "health/pulls-probe"
 """A key no object has: a working store answers a read of it with "missing"."""

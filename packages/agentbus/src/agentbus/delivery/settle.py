@@ -26,7 +26,7 @@ from agentbus.delivery.notices import Notes
 from agentbus.delivery.service import DeliveryService, nats_client
 from agentbus.delivery.tokens import AckSubject, InvalidAckToken, parse_ack_subject
 from agentbus.delivery.views import result
-from agentbus.gateway.principals import AgentPrincipal
+from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.ids import InvalidId, parse_id
 
 Row = dict[str, Any]

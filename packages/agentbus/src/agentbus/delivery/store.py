@@ -20,8 +20,8 @@ from typing import Any
 from platformkit.db.scope import Conn
 
 from agentbus.delivery.domain import Status, sources
+from agentbus.gateway.domain.wire import accepted_since
 from agentbus.gateway.store.messages import ACCEPTED_BEFORE
-from agentbus.gateway.wire import accepted_since
 
 Row = dict[str, Any]
 

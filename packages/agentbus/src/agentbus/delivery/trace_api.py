@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 
 from agentbus.delivery import traces
-from agentbus.gateway import auth
+from agentbus.gateway.api import auth
 from agentbus.gateway.context import get_gateway
 
 router = APIRouter()

@@ -28,14 +28,14 @@ from agentbus.delivery import events
 from agentbus.delivery import store as delivery_store
 from agentbus.delivery.domain import Status
 from agentbus.errors import NotFound, RequestInvalid
-from agentbus.gateway import cursors
-from agentbus.gateway.auth import Reader
+from agentbus.gateway.actions.messages import find_visible_message, message_id_of
+from agentbus.gateway.actions.receipts import find_kid, receipt_view
+from agentbus.gateway.api.auth import Reader
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.api.views import message_view, ts
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.messages import find_visible_message, message_id_of
-from agentbus.gateway.principals import AgentPrincipal
-from agentbus.gateway.receipts import find_kid, receipt_view
+from agentbus.gateway.domain import cursors
 from agentbus.gateway.store import messages, receipts
-from agentbus.gateway.views import message_view, ts
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.tasks import store as task_store
 from agentbus.tasks.domain import REQUEST_TYPE

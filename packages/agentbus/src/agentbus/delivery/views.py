@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from agentbus.delivery.domain import ACK_WAIT_S
-from agentbus.gateway.views import sender_key_view
-from agentbus.gateway.wire import format_ts
+from agentbus.gateway.api.views import sender_key_view
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.ids import format_id
 
 Row = dict[str, Any]

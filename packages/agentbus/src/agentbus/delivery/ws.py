@@ -36,10 +36,10 @@ from agentbus.delivery.frames import Session, problem_of, settle_frame
 from agentbus.delivery.notices import status_subject
 from agentbus.delivery.service import Connection, nats_client, service_of
 from agentbus.errors import AgentBusError, RequestInvalid
-from agentbus.gateway.auth import bearer_of, principal_from_credential
+from agentbus.gateway.api.auth import bearer_of, principal_from_credential
+from agentbus.gateway.api.request_limits import Kind
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.request_limits import Kind
-from agentbus.gateway.wire import format_ts
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.ids import parse_id
 
 log = logging.getLogger(__name__)

@@ -1,1 +1,3 @@
-"""The gateway service: app, authentication, registration, send path, receipts, reconciler."""
+"""The gateway service: the process (``app``, ``context``, ``config``, ``metrics``) and its
+layers, ``domain`` (pure rules), ``store`` (SQL and the object store), ``actions`` (the work, in
+transactions) and ``api`` (the HTTP edge)."""

@@ -39,27 +39,25 @@ from agentbus.controllers.retention import retention_loops
 from agentbus.delivery import api as delivery_api
 from agentbus.delivery import trace_api
 from agentbus.errors import DatabaseUnavailable
-from agentbus.gateway import (
-    api,
-    api_admin,
-    api_audit,
-    api_blobs,
-    api_invitations,
-    api_keys,
-    api_presence,
-    api_send,
-    api_support,
-)
-from agentbus.gateway.bodies import guard_problem
+from agentbus.gateway.actions.presence import presence_loop
+from agentbus.gateway.actions.reconciler import reconciler_loop
+from agentbus.gateway.actions.signing import SigningKeys, ensure_signing_key, keep_fresh
+from agentbus.gateway.api import admin as api_admin
+from agentbus.gateway.api import audit as api_audit
+from agentbus.gateway.api import blobs as api_blobs
+from agentbus.gateway.api import invitations as api_invitations
+from agentbus.gateway.api import keys as api_keys
+from agentbus.gateway.api import management
+from agentbus.gateway.api import presence as api_presence
+from agentbus.gateway.api import send as api_send
+from agentbus.gateway.api import support as api_support
+from agentbus.gateway.api.bodies import guard_problem
+from agentbus.gateway.api.hot_openapi import hot_paths
+from agentbus.gateway.api.response_headers import GatewayHeaders
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.envelope import BATCH_BODY_MAX
-from agentbus.gateway.hot_openapi import hot_paths
-from agentbus.gateway.objectstore import open_object_store
-from agentbus.gateway.presence import presence_loop
-from agentbus.gateway.reconciler import reconciler_loop
-from agentbus.gateway.response_headers import GatewayHeaders
-from agentbus.gateway.signing import SigningKeys, ensure_signing_key, keep_fresh
+from agentbus.gateway.domain.envelope import BATCH_BODY_MAX
+from agentbus.gateway.store.objectstore import open_object_store
 from agentbus.keys import load_or_create_keyring
 from agentbus.policies import api as policies_api
 from agentbus.tasks import api as tasks_api
@@ -173,7 +171,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.router.routes.extend(api_presence.routes)
     app.router.routes.extend(usage_api.routes)
     app.router.routes.extend(a2a_api.routes)
-    app.include_router(api.router)
+    app.include_router(management.router)
     app.include_router(api_admin.router)
     app.include_router(api_audit.router)
     app.include_router(api_keys.router)

@@ -12,7 +12,7 @@ from platformkit.mail import Mailer, SmtpSecurity, mailer_for
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from agentbus.gateway.objectstore import REQUEST_TIMEOUT_S
+from agentbus.gateway.store.objectstore import REQUEST_TIMEOUT_S
 from agentbus.settings import Settings
 
 DEFAULT_PORT = 7900

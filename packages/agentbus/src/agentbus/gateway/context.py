@@ -14,22 +14,22 @@ from platformkit.mail import Mailer
 from starlette.requests import HTTPConnection
 
 from agentbus.broker import Broker
+from agentbus.gateway.actions.policy import PolicyEngine
+from agentbus.gateway.actions.send_limits import SendLimits
+from agentbus.gateway.actions.signing import SigningKeys
+from agentbus.gateway.api.principals import PrincipalCache
+from agentbus.gateway.api.request_limits import RequestLimits
 from agentbus.gateway.config import GatewaySettings
-from agentbus.gateway.directory import Directory
-from agentbus.gateway.objectstore import ObjectStore
-from agentbus.gateway.policy import PolicyEngine
-from agentbus.gateway.principals import PrincipalCache
-from agentbus.gateway.proofs import ProofReplayCache
-from agentbus.gateway.request_limits import RequestLimits
-from agentbus.gateway.send_limits import SendLimits
-from agentbus.gateway.signing import SigningKeys
+from agentbus.gateway.domain.proofs import ProofReplayCache
+from agentbus.gateway.store.directory import Directory
+from agentbus.gateway.store.objectstore import ObjectStore
 from agentbus.keys import TenantKeyStore
 from agentbus.kms import providers_from
 from agentbus.tenant_crypto import TenantCrypto
 
 if TYPE_CHECKING:
     from agentbus.analytics.backends import Backend
-    from agentbus.gateway.hooks import TaskRules
+    from agentbus.gateway.actions.hooks import TaskRules
 
 
 @dataclass

@@ -23,7 +23,7 @@ from __future__ import annotations
 from prometheus_client import Counter
 
 from agentbus.errors import AgentBusError
-from agentbus.gateway.hooks import SendResult
+from agentbus.gateway.actions.hooks import SendResult
 
 __all__ = [
     "DELIVERIES",

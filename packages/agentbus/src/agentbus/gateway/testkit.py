@@ -26,10 +26,10 @@ from agentbus.actions.users import OwnerSpec
 from agentbus.db import SCOPE
 from agentbus.delivery.dlq import DeadLetterWorker, ensure_advisory_stream
 from agentbus.delivery.domain import MAX_DELIVER
+from agentbus.gateway.actions.signing import raw_public
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.signing import raw_public
+from agentbus.gateway.domain.wire import b64url_encode, format_ts, uuid7_time
 from agentbus.gateway.store.messages import find_message
-from agentbus.gateway.wire import b64url_encode, format_ts, uuid7_time
 from agentbus.ids import format_id, parse_id
 from agentbus.store.integration_tokens import verify_integration_token
 

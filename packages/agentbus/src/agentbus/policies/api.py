@@ -11,10 +11,10 @@ from fastapi import APIRouter, Request
 from pydantic import Field
 
 from agentbus.errors import NotFound
-from agentbus.gateway.api_admin import Caller
-from agentbus.gateway.bodies import Body, read_model
+from agentbus.gateway.api.admin import Caller
+from agentbus.gateway.api.bodies import Body, read_model
+from agentbus.gateway.api.views import ts
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.views import ts
 from agentbus.ids import InvalidId, format_id, parse_id
 from agentbus.policies import actions
 from agentbus.policies.model import DEFAULT_NAME, SCHEMA

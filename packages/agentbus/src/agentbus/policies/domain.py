@@ -1,6 +1,6 @@
 """Pure rules of policies: validating Cedar text against the schema, compiling a tenant's
 policies into one pre-parsed set whose Cedar ids name the policy rows, and deciding one
-request. No I/O; the engine (``gateway/policy.py``) caches what ``compile_set`` builds.
+request. No I/O; the engine (``gateway/actions/policy.py``) caches what ``compile_set`` builds.
 """
 
 from __future__ import annotations

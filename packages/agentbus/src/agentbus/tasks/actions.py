@@ -24,8 +24,8 @@ from typing import Any
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
-from agentbus.gateway.errors import AttributeInvalid
-from agentbus.gateway.wire import format_ts
+from agentbus.gateway.domain.errors import AttributeInvalid
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.ids import format_id
 from agentbus.tasks import store
 from agentbus.tasks.domain import (

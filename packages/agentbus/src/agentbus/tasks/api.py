@@ -13,10 +13,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from agentbus.errors import NotFound, RequestInvalid
-from agentbus.gateway.api_send import authenticate_sender, read_send_body, send_response
-from agentbus.gateway.auth import authenticate_agent
+from agentbus.gateway.actions.send import send_envelope
+from agentbus.gateway.api.auth import authenticate_agent
+from agentbus.gateway.api.send import authenticate_sender, read_send_body, send_response
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.send import send_envelope
 from agentbus.tasks import reads
 from agentbus.tasks.domain import REQUEST_TYPE, VERB_EVENTS
 from agentbus.tasks.hooks import TaskService

@@ -1,5 +1,5 @@
-"""The task rules of the send path (``agentbus.gateway.hooks.TaskRules``): what a task envelope
-must satisfy before it is stored, and what storing it does to ``tasks``.
+"""The task rules of the send path (``agentbus.gateway.actions.hooks.TaskRules``): what a task
+envelope must satisfy before it is stored, and what storing it does to ``tasks``.
 
 ``install(gw)`` puts them on the gateway so ``POST /v1/messages`` accepts task types too; the
 typed routes of ``tasks.api`` pass them explicitly.
@@ -12,10 +12,10 @@ from typing import Any
 
 from platformkit.db.scope import Conn
 
+from agentbus.gateway.actions.hooks import PendingSend, SendResult
+from agentbus.gateway.actions.receipts import find_kid, receipt_view
+from agentbus.gateway.actions.replay import REPLAYED_HEADER
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.hooks import PendingSend, SendResult
-from agentbus.gateway.receipts import find_kid, receipt_view
-from agentbus.gateway.replay import REPLAYED_HEADER
 from agentbus.gateway.store import receipts
 from agentbus.ids import format_id
 from agentbus.tasks import actions, requests, rules, store

@@ -13,9 +13,9 @@ from platformkit.db.scope import Conn, Pool, tenant_transaction
 
 from agentbus.db import SCOPE
 from agentbus.errors import RequestInvalid
-from agentbus.gateway.errors import CursorInvalid
-from agentbus.gateway.principals import AgentPrincipal
-from agentbus.gateway.wire import b64url_decode, b64url_encode
+from agentbus.gateway.api.principals import AgentPrincipal
+from agentbus.gateway.domain.errors import CursorInvalid
+from agentbus.gateway.domain.wire import b64url_decode, b64url_encode
 from agentbus.ids import InvalidId, parse_id
 from agentbus.tasks import store
 from agentbus.tasks.domain import State

@@ -8,7 +8,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from agentbus.gateway.wire import format_ts
+from agentbus.gateway.domain.wire import format_ts
 from agentbus.ids import format_id
 
 Row = dict[str, Any]

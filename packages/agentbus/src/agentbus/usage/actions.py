@@ -16,8 +16,8 @@ from psycopg.types.json import Jsonb
 
 from agentbus.db import SCOPE
 from agentbus.errors import AgentBusError
+from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.principals import AgentPrincipal
 from agentbus.tasks import actions as task_actions
 from agentbus.tasks.errors import TaskNotFound
 from agentbus.usage import store

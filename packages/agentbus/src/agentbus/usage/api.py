@@ -19,10 +19,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agentbus.errors import RequestInvalid
-from agentbus.gateway.auth import authenticate_agent
-from agentbus.gateway.bodies import MAX_DEPTH, read_capped
+from agentbus.gateway.api.auth import authenticate_agent
+from agentbus.gateway.api.bodies import MAX_DEPTH, read_capped
 from agentbus.gateway.context import get_gateway
-from agentbus.gateway.errors import BatchTooLarge
+from agentbus.gateway.domain.errors import BatchTooLarge
 from agentbus.usage.actions import BATCH_MAX, record_usage
 
 BODY_MAX = 1024 * 1024

@@ -13,8 +13,8 @@ from platformkit.storable import find_unstorable
 from pydantic import Field, ValidationError
 
 from agentbus.errors import RequestInvalid
-from agentbus.gateway.bodies import Body
-from agentbus.gateway.wire import parse_ts
+from agentbus.gateway.api.bodies import Body
+from agentbus.gateway.domain.wire import parse_ts
 from agentbus.ids import InvalidId, parse_id
 
 BIGINT = 2**63 - 1

@@ -17,7 +17,7 @@ from platformkit import fastjson
 from platformkit.db.scope import Conn
 from psycopg.types.json import Jsonb
 
-from agentbus.gateway.wire import accepted_since
+from agentbus.gateway.domain.wire import accepted_since
 
 Row = dict[str, Any]
 
