@@ -26,7 +26,7 @@ from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
 from strataplane.domain.fleet_status import http_date
 from strataplane.settings import Settings
-from strataplane.simulate.http import HttpPool
+from strataplane.simulate.http import HttpPool, Reply
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents, fleet_class
@@ -76,6 +76,20 @@ class Class:
             "HOSTNAME": hostname,
         }
         return SimulatedTelegraf(self.pool, CONFIG, env, watch_interval=0.3, **options)
+
+    async def fetch(self, method: str, address: str) -> Reply:
+        """A config request of Telegraf 1.39.1 from ``address`` (through X-Forwarded-For)."""
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "User-Agent": "Telegraf/1.39.1 Go/1.24",
+            "X-Forwarded-For": address,
+        }
+        reply = await self.pool.request(method, CONFIG, headers)
+        assert reply.status == 200, reply.body
+        return reply
+
+    async def config(self, address: str) -> bytes:
+        return bytes((await self.fetch("GET", address)).body)
 
     async def rows(self, sql: str, *args: Any) -> list[dict[str, Any]]:
         async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
@@ -252,16 +266,6 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
         )
         assert reply.status == 200, reply.body
 
-    async def config(address: str) -> bytes:
-        headers = {
-            "Authorization": f"Bearer {klass.token}",
-            "User-Agent": "Telegraf/1.39.1 Go/1.24",
-            "X-Forwarded-For": address,
-        }
-        reply = await klass.pool.request("GET", CONFIG, headers)
-        assert reply.status == 200, reply.body
-        return bytes(reply.body)
-
     def rendered(m: fleet_agents.Agent) -> bool:  # for the version its heartbeat named
         return m.version == "1.39.1" and m.desired_artifact is not None
 
@@ -269,7 +273,7 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
     await beat("b.example.com", "10.9.0.2")
     a = await klass.member("a.example.com", rendered)
     b = await klass.member("b.example.com", rendered)
-    default = await config("10.9.0.2")
+    default = await klass.config("10.9.0.2")
     [row] = await klass.rows("SELECT desired_artifact FROM class_default")
     class_hash = bytes(row["desired_artifact"]).hex()
     assert class_hash.encode() in default
@@ -281,14 +285,14 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
     )
     a = await klass.member("a.example.com", lambda m: m.desired_artifact != b.desired_artifact)
     assert a.desired_artifact is not None
-    own = await config("10.9.0.1")
+    own = await klass.config("10.9.0.1")
     assert a.desired_artifact.hex().encode() in own  # the member's own configuration
     assert b"inputs.mem" in own
-    assert class_hash.encode() in await config("10.9.0.2")
+    assert class_hash.encode() in await klass.config("10.9.0.2")
 
     await beat("b.example.com", "10.9.0.1")  # b moves behind a's address
     await klass.member("b.example.com", lambda m: str(m.last_source_ip) == "10.9.0.1")
-    assert class_hash.encode() in await config("10.9.0.1")
+    assert class_hash.encode() in await klass.config("10.9.0.1")
     for hostname in ("a.example.com", "b.example.com"):
         member = await klass.member(hostname, lambda m: m.sync_reason == "ambiguous_address")
         assert member.sync == "out_of_sync"
@@ -305,18 +309,8 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
 async def test_addresses_without_a_get_for_30_days_are_forgotten(klass: Class) -> None:
     await publish(klass.services.pool, klass.tenant_id, tree())
 
-    async def config(address: str) -> bytes:
-        headers = {
-            "Authorization": f"Bearer {klass.token}",
-            "User-Agent": "Telegraf/1.39.1 Go/1.24",
-            "X-Forwarded-For": address,
-        }
-        reply = await klass.pool.request("GET", CONFIG, headers)
-        assert reply.status == 200, reply.body
-        return bytes(reply.body)
-
     for address in ("10.8.0.1", "10.8.0.2"):
-        await config(address)
+        await klass.config(address)
 
     async def age(address: str, days: int) -> None:
         async with tenant_transaction(klass.services.pool, SCOPE, klass.tenant_id) as conn:
@@ -328,7 +322,7 @@ async def test_addresses_without_a_get_for_30_days_are_forgotten(klass: Class) -
 
     await age("10.8.0.1", 31)
     await age("10.8.0.2", 31)
-    await config("10.8.0.2")  # it still polls: the row says so, at most once a day
+    await klass.config("10.8.0.2")  # it still polls: the row says so, at most once a day
     # the server's fleet loop prunes each tenant about once an hour, this one perhaps already
     async with tenant_transaction(klass.services.pool, SCOPE, klass.tenant_id) as conn:
         assert await fleet_class.prune_served(conn, klass.tenant_id) in (0, 1)
@@ -345,15 +339,5 @@ async def test_addresses_without_a_get_for_30_days_are_forgotten(klass: Class) -
         [row] = await cur.fetchall()
     settled = http_date(row["desired_since"])
 
-    async def head(address: str) -> str:
-        headers = {
-            "Authorization": f"Bearer {klass.token}",
-            "User-Agent": "Telegraf/1.39.1 Go/1.24",
-            "X-Forwarded-For": address,
-        }
-        reply = await klass.pool.request("HEAD", CONFIG, headers)
-        assert reply.status == 200, reply.body
-        return reply.headers["last-modified"]
-
-    assert await head("10.8.0.2") == settled
-    assert await head("10.8.0.1") != settled
+    assert (await klass.fetch("HEAD", "10.8.0.2")).headers["last-modified"] == settled
+    assert (await klass.fetch("HEAD", "10.8.0.1")).headers["last-modified"] != settled
