@@ -124,7 +124,7 @@ class CommandStack:
         try:
             return bool(self.inspect().ping())
         except (OSError, KombuError, AMQPError):
-            self.app.pool.force_close_all()
+            self.app.pool.force_close_all(close_pool=False)  # the pool stays usable
             return False
 
     def queue_length(self, queue: str) -> int:
