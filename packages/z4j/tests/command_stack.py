@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -115,16 +116,26 @@ class CommandStack:
         )
         return await cur.fetchall()
 
-    def inspect(self) -> Any:
-        return self.app.control.inspect([self.node], timeout=5, limit=1)
+    def ask(self, method: str, *args: Any) -> dict[str, Any]:
+        """A remote-control read (``ping``, ``stats``, ``registered``) of the stack's node. The
+        broker may drop a connection (RabbitMQ resets one on a busy machine): the read is tried
+        again on a new one, as the producer app keeps no pool of connections."""
+        for _ in range(3):
+            try:
+                return self._ask(method, *args)
+            except (OSError, KombuError, AMQPError):
+                time.sleep(1)
+        return self._ask(method, *args)
+
+    def _ask(self, method: str, *args: Any) -> dict[str, Any]:
+        inspect = self.app.control.inspect([self.node], timeout=5, limit=1)
+        answer: dict[str, Any] = getattr(inspect, method)(*args) or {}
+        return answer
 
     def answers_ping(self) -> bool:
-        """Whether the node answers a ping. A connection the broker dropped (RabbitMQ resets
-        one on a busy machine) is closed, so that the next try opens a new one."""
         try:
-            return bool(self.inspect().ping())
+            return bool(self.ask("ping"))
         except (OSError, KombuError, AMQPError):
-            self.app.pool.force_close_all(close_pool=False)  # the pool stays usable
             return False
 
     def queue_length(self, queue: str) -> int:
@@ -212,7 +223,10 @@ async def command_stack(
         env |= {"Z4J_BUFFER_PATH": str(home), "Z4J_FLUSH_INTERVAL": "0.2"}
     worker = start_worker(module, queue, env, tmp_path)
     app = Celery("z4j_cmd_producer", broker=broker, backend=BACKEND)
-    app.conf.update(task_default_queue=queue, result_extended=True, broker_heartbeat=0)
+    # No pool: every publish and remote-control read opens its own connection, so one the broker
+    # dropped is never handed out again (a pool emptied by a reset blocks its next acquire).
+    app.conf.update(task_default_queue=queue, result_extended=True, broker_heartbeat=0,
+                    broker_pool_limit=None)  # fmt: skip
     try:
         async with (
             await psycopg.AsyncConnection.connect(

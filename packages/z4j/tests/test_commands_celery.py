@@ -83,7 +83,7 @@ async def check_queue_and_worker_commands(stack: CommandStack) -> None:
     assert done["status"] == "succeeded", (done["error"], done["result"])
 
     def registered() -> list[str]:
-        answer = stack.inspect().registered("rate_limit") or {}
+        answer = stack.ask("registered", "rate_limit")
         return list(answer.get(stack.node, []))
 
     async def limited() -> bool:
@@ -93,7 +93,7 @@ async def check_queue_and_worker_commands(stack: CommandStack) -> None:
 
     # Pool grow and shrink, as inspect stats report the pool.
     def processes() -> int:
-        stats = stack.inspect().stats() or {}
+        stats = stack.ask("stats")
         return len(stats.get(stack.node, {}).get("pool", {}).get("processes", []))
 
     async def pool_is(size: int) -> bool:
@@ -109,7 +109,7 @@ async def check_queue_and_worker_commands(stack: CommandStack) -> None:
 
     # Restart: the pool's processes are replaced (prefork replaces each as it goes idle).
     def pids() -> set[int]:
-        stats = stack.inspect().stats() or {}
+        stats = stack.ask("stats")
         return set(stats.get(stack.node, {}).get("pool", {}).get("processes", []))
 
     before = await asyncio.to_thread(pids)
