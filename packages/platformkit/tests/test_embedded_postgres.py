@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -17,7 +20,17 @@ from platformkit.testing.services import free_port
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> EmbeddedPostgres:
+def tmp_path() -> Iterator[Path]:
+    """A directory outside pytest's temporary root: a test worker that starts sets that root to
+    0700, which cuts the server's account off its data directory, and a ``pg_ctl`` waiting for
+    the server to come up then waits for a file it can no longer reach."""
+    root = Path(tempfile.mkdtemp(prefix="pk-embedded-test-"))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EmbeddedPostgres]:
     srv = EmbeddedPostgres(data_dir=tmp_path / "pg", port=free_port(), fast=True)
     yield srv
     srv.stop()

@@ -119,7 +119,10 @@ class CommandStack:
     def ask(self, method: str, *args: Any) -> dict[str, Any]:
         """A remote-control read (``ping``, ``stats``, ``registered``) of the stack's node. The
         broker may drop a connection (RabbitMQ resets one on a busy machine): the read is tried
-        again on a new one, as the producer app keeps no pool of connections."""
+        again, and the pool connects that connection anew on its next use. The pool is left
+        alone: emptying it (``force_close_all``) leaves nothing to acquire, so the next read
+        waits for good, and its limit also sizes kombu's producer pool, which every app on the
+        same broker URL shares."""
         for _ in range(3):
             try:
                 return self._ask(method, *args)
@@ -223,10 +226,7 @@ async def command_stack(
         env |= {"Z4J_BUFFER_PATH": str(home), "Z4J_FLUSH_INTERVAL": "0.2"}
     worker = start_worker(module, queue, env, tmp_path)
     app = Celery("z4j_cmd_producer", broker=broker, backend=BACKEND)
-    # No pool: every publish and remote-control read opens its own connection, so one the broker
-    # dropped is never handed out again (a pool emptied by a reset blocks its next acquire).
-    app.conf.update(task_default_queue=queue, result_extended=True, broker_heartbeat=0,
-                    broker_pool_limit=None)  # fmt: skip
+    app.conf.update(task_default_queue=queue, result_extended=True, broker_heartbeat=0)
     try:
         async with (
             await psycopg.AsyncConnection.connect(
