@@ -1,5 +1,6 @@
 """The state of one delivery WebSocket and its client frames: credit, serialised writes, the
-credential (refreshed by ``auth`` frames), and settle frames answered as ``result``."""
+credential (refreshed by ``auth`` frames), the ``send`` frames in flight
+(``delivery.send_frames``), and settle frames answered as ``result``."""
 
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ _MODELS: dict[str, type[BaseModel]] = {
     "read": bodies.Reads,
 }
 _KEYS = {"ack": "acks", "nak": "naks", "term": "terms", "read": "reads"}
+SENDS_IN_FLIGHT = 4
+"""``send`` frames of one socket that run at once; the socket reads no further frame while
+that many run. A sidecar has one in flight (a lane's next batch waits for the answer)."""
 
 
 def problem_of(exc: AgentBusError) -> dict[str, Any]:
@@ -37,13 +41,22 @@ def problem_of(exc: AgentBusError) -> dict[str, Any]:
 
 class Session:
     def __init__(
-        self, ws: WebSocket, svc: DeliveryService, who: AgentPrincipal, *, batched: bool
+        self,
+        ws: WebSocket,
+        svc: DeliveryService,
+        who: AgentPrincipal,
+        credential: str,
+        *,
+        batched: bool,
     ) -> None:
         self.ws, self.svc, self.who = ws, svc, who
+        self.credential = credential  # ``who``'s, checked again for every ``send`` frame
         self.batched = batched  # deliveries of one pull in one frame
         self.credit = 0
         self.credit_available = asyncio.Event()
         self.close_code = 1000
+        self.sends: set[asyncio.Task[None]] = set()
+        self.send_slots = asyncio.Semaphore(SENDS_IN_FLIGHT)
         self._write = asyncio.Lock()
 
     async def send(self, frame: dict[str, Any]) -> None:
@@ -71,7 +84,7 @@ class Session:
         if (who.tenant_id, who.agent_id) != (self.who.tenant_id, self.who.agent_id):
             self.close_code = 4401
             return False
-        self.who = who
+        self.who, self.credential = who, str(frame.get("token"))
         await self.send({"type": "result", "for": frame.get("id"), "results": []})
         return True
 

@@ -1,12 +1,15 @@
-"""``GET /v1/inbox/ws`` (04-API-SPEC.md §5.2): deliveries pushed against credit.
+"""``GET /v1/inbox/ws`` (04-API-SPEC.md §5.2): deliveries pushed against credit, and the
+agent's own traffic.
 
-Frames are JSON text. The server says ``hello``, then sends one delivery per unit of
-``credit`` the client granted: under subprotocol ``agentbus.v2`` the deliveries of one pull
-travel together in one ``deliveries`` frame, under ``agentbus.v1`` (or none) one ``delivery``
-frame each. ``ack``, ``nak``, ``term`` and ``read`` frames carry the bodies of §5.3-5.6 and
-are answered by ``result`` (``for`` = the frame's ``id``); ``auth`` swaps in a refreshed
-credential of the same agent; ``ping``/``pong`` every 20 s. A bad frame (not JSON, over
-``FRAME_MAX``, nested past ``FRAME_DEPTH``, no ``type``, an unknown type) is answered by a
+Frames are JSON text. The server says ``hello`` (naming the client frame types it takes,
+``CLIENT_FRAMES``), then sends one delivery per unit of ``credit`` the client granted: under
+subprotocol ``agentbus.v2`` the deliveries of one pull travel together in one ``deliveries``
+frame, under ``agentbus.v1`` (or none) one ``delivery`` frame each. ``ack``, ``nak``, ``term``
+and ``read`` frames carry the bodies of §5.3-5.6 and are answered by ``result`` (``for`` = the
+frame's ``id``); ``send`` frames carry the body of ``POST /v1/messages/batch`` and run beside
+the other frames (``send_frames``); ``auth`` swaps in a refreshed credential of the same agent;
+``ping``/``pong`` every 20 s. A bad frame (not JSON, over ``FRAME_MAX`` or ``SEND_FRAME_MAX``,
+nested past ``FRAME_DEPTH`` or ``MAX_DEPTH``, no ``type``, an unknown type) is answered by a
 ``result`` with AB-8001 and skipped, the connection kept. Close codes: 4400 unused, 4401
 credential invalid or expired, 4403 agent disabled or tenant suspended, 4002 replaced by a
 newer connection, 1012 the gateway is stopping (``DeliveryService.drain``). ``status`` frames
@@ -21,6 +24,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -30,15 +34,16 @@ from platformkit import boundedjson
 from platformkit.storable import unstorable_reason
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentbus.delivery import jetstream, pull
+from agentbus.delivery import jetstream, pull, send_frames
 from agentbus.delivery.domain import ACK_WAIT_S, DEFAULT_WAIT_S, MAX_BATCH, MAX_BYTES, MAX_DELIVER
 from agentbus.delivery.frames import Session, problem_of, settle_frame
 from agentbus.delivery.notices import status_subject
 from agentbus.delivery.service import Connection, nats_client, service_of
 from agentbus.errors import AgentBusError, RequestInvalid
-from agentbus.gateway.api.auth import bearer_of, principal_from_credential
+from agentbus.gateway.api.auth import bearer_of, principal_from_credential, require_agent_scope
 from agentbus.gateway.api.request_limits import Kind
 from agentbus.gateway.context import get_gateway
+from agentbus.gateway.domain.envelope import BATCH_BODY_MAX, MAX_DEPTH, read_json
 from agentbus.gateway.domain.wire import format_ts
 from agentbus.ids import parse_id
 
@@ -55,20 +60,19 @@ async def inbox_socket(ws: WebSocket) -> None:
     await ws.accept(subprotocol=subprotocol)
     gw = get_gateway(ws)
     try:
-        who = await principal_from_credential(gw, bearer_of(ws))
-        if "receive" not in who.scopes:
-            raise PermissionError("the credential lacks the receive scope")
+        credential = bearer_of(ws)
+        who = require_agent_scope(await principal_from_credential(gw, credential), "receive")
         gw.request_limits.take(Kind.AGENT, who.agent_id)  # the upgrade is one of its requests
-    except (AgentBusError, PermissionError) as exc:
-        status = getattr(exc, "status", 403)
-        await ws.close({401: 4401, 429: 4429}.get(status, 4403))
+    except AgentBusError as exc:
+        await ws.close({401: 4401, 429: 4429}.get(exc.status, 4403))
         return
     svc = service_of(ws)
     async with svc.connection(who.tenant_id, who.agent_id) as conn:
-        session = Session(ws, svc, who, batched=subprotocol == BATCHED)
+        session = Session(ws, svc, who, credential, batched=subprotocol == BATCHED)
         await session.send({
             "type": "hello", "connection_id": conn.id, "ack_wait_ms": ACK_WAIT_S * 1000,
             "max_deliver": MAX_DELIVER, "server_time": format_ts(datetime.now(UTC)),
+            "frames": list(CLIENT_FRAMES),
         })  # fmt: skip
         statuses = await _forward_statuses(session)
         tasks = [
@@ -81,6 +85,7 @@ async def inbox_socket(ws: WebSocket) -> None:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        await send_frames.finish(session)
         with contextlib.suppress(Exception):
             await statuses.unsubscribe()
         with contextlib.suppress(Exception):
@@ -101,23 +106,50 @@ async def _forward_statuses(session: Session) -> Subscription:
 
 
 FRAME_MAX = 1024 * 1024
-"""The largest client frame answered (characters): a settlement frame's bodies have the HTTP
+"""The largest client frame answered (UTF-8 bytes): a settlement frame's bodies have the HTTP
 routes' 1 MiB cap."""
+SEND_FRAME_MAX = BATCH_BODY_MAX + 1024
+"""A ``send`` frame's: the batch route's body cap, and room for the frame's type and id."""
 FRAME_DEPTH = 16
+"""How deeply a client frame nests; a ``send`` frame, as the batch route's body, ``MAX_DEPTH``
+(an envelope's ``data`` may nest)."""
 CREDIT_MAX = 1_000_000
+Frame = tuple[dict[str, Any], str | None]
+"""A client frame, and what ``read_json`` found wrong in it that only a ``send`` frame
+refuses."""
 
 
-def _parse_frame(text: str) -> dict[str, Any] | str:
-    """The frame, or why it is refused."""
-    if len(text) > FRAME_MAX:
-        return f"a frame is at most {FRAME_MAX} characters"
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _depth(text: str) -> int:
+    """How deeply ``text`` nests, when that is more than ``FRAME_DEPTH`` (counted up to past
+    ``MAX_DEPTH``); 0 for a text with fewer brackets than that, as nearly every frame has."""
+    if text.count("{") + text.count("[") <= FRAME_DEPTH:
+        return 0
+    return boundedjson.nesting_depth(text, limit=MAX_DEPTH)
+
+
+def _parse_frame(text: str) -> Frame | str:
+    """The frame, or why it is refused. Every frame is measured and parsed within a ``send``
+    frame's bounds; any other type must also keep within ``FRAME_MAX`` and ``FRAME_DEPTH``."""
+    size, depth = _utf8_size(text), _depth(text)
+    if size > SEND_FRAME_MAX:
+        return f"a frame is at most {FRAME_MAX} bytes, a send frame {SEND_FRAME_MAX}"
+    if depth > MAX_DEPTH:
+        return f"the frame is refused: nested deeper than {MAX_DEPTH} levels"
     try:
-        frame = boundedjson.loads(text, max_depth=FRAME_DEPTH)
-    except boundedjson.JsonRefused as exc:
-        return f"the frame is refused: {exc.reason}"
+        frame, flaw = read_json(text)
+    except (ValueError, RecursionError) as exc:
+        return f"the frame is refused: not valid JSON: {str(exc).splitlines()[0][:200]}"
     if not isinstance(frame, dict) or not isinstance(frame.get("type"), str):
         return 'a frame is a JSON object with a "type"'
-    return frame
+    if frame["type"] != "send" and size > FRAME_MAX:
+        return f"a frame is at most {FRAME_MAX} bytes, a send frame {SEND_FRAME_MAX}"
+    if frame["type"] != "send" and depth > FRAME_DEPTH:
+        return f"the frame is refused: nested deeper than {FRAME_DEPTH} levels"
+    return frame, flaw
 
 
 async def _refuse(session: Session, frame_id: Any, reason: str) -> None:
@@ -127,9 +159,50 @@ async def _refuse(session: Session, frame_id: Any, reason: str) -> None:
     await session.send({"type": "result", "for": for_id, "problem": problem})
 
 
+async def _on_credit(session: Session, frame: dict[str, Any], _flaw: str | None) -> bool:
+    n = frame.get("n")
+    if type(n) is int and 0 <= n <= CREDIT_MAX:
+        session.grant(n)
+    else:
+        await _refuse(session, frame.get("id"), f"credit n is 0 to {CREDIT_MAX}")
+    return True
+
+
+async def _on_settle(session: Session, frame: dict[str, Any], _flaw: str | None) -> bool:
+    await session.send(await settle_frame(session, frame["type"], frame))
+    return True
+
+
+async def _on_send(session: Session, frame: dict[str, Any], flaw: str | None) -> bool:
+    await send_frames.start(session, frame, flaw)
+    return True
+
+
+async def _on_auth(session: Session, frame: dict[str, Any], _flaw: str | None) -> bool:
+    return await session.reauthenticate(frame)
+
+
+async def _on_ping(session: Session, frame: dict[str, Any], _flaw: str | None) -> bool:
+    await session.send({"type": "pong", "id": frame.get("id")})
+    return True
+
+
+async def _on_pong(_session: Session, _frame: dict[str, Any], _flaw: str | None) -> bool:
+    return True
+
+
+Handler = Callable[[Session, dict[str, Any], str | None], Awaitable[bool]]
+CLIENT_FRAMES: dict[str, Handler] = {
+    "credit": _on_credit, "ack": _on_settle, "nak": _on_settle, "term": _on_settle,
+    "read": _on_settle, "send": _on_send, "auth": _on_auth, "ping": _on_ping, "pong": _on_pong,
+}  # fmt: skip
+"""The client frame types and their handlers (False ends the connection); ``hello`` names
+them, so a client can tell what this gateway takes."""
+
+
 async def _receive(session: Session) -> None:
-    """Client frames until the socket closes; a bad frame is answered by a ``result`` with
-    AB-8001 and skipped."""
+    """Client frames until the socket closes, one after the other (a ``send`` frame is started
+    and runs beside them); a bad frame is answered by a ``result`` with AB-8001 and skipped."""
     while True:
         try:
             text = await session.ws.receive_text()
@@ -138,26 +211,16 @@ async def _receive(session: Session) -> None:
         except KeyError:  # a binary frame
             await _refuse(session, None, "frames are JSON text")
             continue
-        frame = _parse_frame(text)
-        if isinstance(frame, str):
-            await _refuse(session, None, frame)
+        parsed = _parse_frame(text)
+        if isinstance(parsed, str):
+            await _refuse(session, None, parsed)
             continue
-        kind = frame["type"]
-        if kind == "credit":
-            n = frame.get("n")
-            if type(n) is int and 0 <= n <= CREDIT_MAX:
-                session.grant(n)
-            else:
-                await _refuse(session, frame.get("id"), f"credit n is 0 to {CREDIT_MAX}")
-        elif kind in ("ack", "nak", "term", "read"):
-            await session.send(await settle_frame(session, kind, frame))
-        elif kind == "auth":
-            if not await session.reauthenticate(frame):
-                return
-        elif kind == "ping":
-            await session.send({"type": "pong", "id": frame.get("id")})
-        elif kind != "pong":
-            await _refuse(session, frame.get("id"), f"no frame type {kind[:40]!r}")
+        frame, flaw = parsed
+        handler = CLIENT_FRAMES.get(frame["type"])
+        if handler is None:
+            await _refuse(session, frame.get("id"), f"no frame type {frame['type'][:40]!r}")
+        elif not await handler(session, frame, flaw):
+            return
 
 
 async def _pump(session: Session, ended: asyncio.Event) -> None:

@@ -284,7 +284,11 @@ class Socket:
         return await asyncio.wait_for(self.from_app.get(), within_s)
 
     async def send(self, frame: Json) -> None:
-        await self.to_app.put({"type": "websocket.receive", "text": json.dumps(frame)})
+        await self.send_text(json.dumps(frame))
+
+    async def send_text(self, text: str) -> None:
+        """A text frame as it is, JSON or not."""
+        await self.to_app.put({"type": "websocket.receive", "text": text})
 
     async def receive(self, within_s: float = 10.0) -> Json:
         while True:
@@ -293,6 +297,14 @@ class Socket:
                 raise Closed(event.get("code", 1000))
             frame: Json = json.loads(event["text"])
             if frame.get("type") != "ping":
+                return frame
+
+    async def result_for(self, frame_id: str, within_s: float = 30.0) -> Json:
+        """The ``result`` frame answering the frame ``frame_id``, skipping the frames before
+        it."""
+        while True:
+            frame = await self.receive(within_s)
+            if frame.get("type") == "result" and frame.get("for") == frame_id:
                 return frame
 
     async def until_closed(self) -> int:

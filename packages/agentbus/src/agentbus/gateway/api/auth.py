@@ -5,7 +5,8 @@
 - ``authenticate_agent`` / ``require_agent(scope)``: an agent credential as Bearer: the JWT
   (AB-1005, AB-1006), then the agent's current state: not disabled or deleted (AB-1014), tenant
   active (AB-1013), originating token neither revoked (AB-1003) nor expired (AB-1004); AB-1007
-  without the scope. Returns an ``AgentPrincipal``.
+  without the scope (``require_agent_scope``, also for a credential checked elsewhere).
+  Returns an ``AgentPrincipal``.
 - ``authenticate_either``: either of the two (routes for agents and operators alike);
   ``authenticate_reader``: an agent credential, or a token with ``read_audit`` or ``admin``
   (AB-1007 without), for the routes that read messages.
@@ -53,6 +54,7 @@ __all__ = [
     "client_ip",
     "principal_from_credential",
     "require_agent",
+    "require_agent_scope",
     "require_scopes",
     "require_tenant_wide",
     "require_token",
@@ -172,10 +174,17 @@ async def authenticate_agent(
     limit: Kind | None = Kind.AGENT,
 ) -> AgentPrincipal:
     principal = await principal_from_credential(gw, bearer_of(conn))
-    if scope is not None and scope not in principal.scopes:
-        raise InsufficientScope(f"the credential lacks the {scope!r} scope", scope=scope)
+    if scope is not None:
+        require_agent_scope(principal, scope)
     if limit is not None:
         note_quota(conn, gw.request_limits.take(limit, principal.agent_id))
+    return principal
+
+
+def require_agent_scope(principal: AgentPrincipal, scope: str) -> AgentPrincipal:
+    """AB-1007 unless the credential carries ``scope``."""
+    if scope not in principal.scopes:
+        raise InsufficientScope(f"the credential lacks the {scope!r} scope", scope=scope)
     return principal
 
 

@@ -261,7 +261,8 @@ def hot_paths(components: dict[str, Any]) -> dict[str, Any]:
                 {
                     "101": {
                         "description": "Switching Protocols: deliveries pushed as frames, "
-                        "settlements sent back; a bad frame is answered AB-8001."
+                        "settlements and batches of envelopes (send frames) sent back; a bad "
+                        "frame is answered AB-8001."
                     }
                 },
             )

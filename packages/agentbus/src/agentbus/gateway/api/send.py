@@ -5,8 +5,9 @@
 
 ``authenticate_sender``, ``read_send_body`` and ``send_response`` are what the typed task
 routes reuse: authenticate, read the body, call ``send.send_envelope`` with their
-``TaskRules``, render the result. Sends take from the sender's own bucket (``send_limits``), so
-the answer's ``RateLimit-*`` headers are that bucket's.
+``TaskRules``, render the result. ``answer_batch`` is the batch's work and answer, which the
+delivery WebSocket's ``send`` frames share. Sends take from the sender's own bucket
+(``send_limits``), so the answer's ``RateLimit-*`` headers are that bucket's.
 """
 
 from __future__ import annotations
@@ -32,7 +33,12 @@ from agentbus.gateway.api.auth import (
 from agentbus.gateway.api.bodies import read_capped
 from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.context import Gateway, get_gateway
-from agentbus.gateway.domain.envelope import BATCH_BODY_MAX, SEND_BODY_MAX, parse_batch_body
+from agentbus.gateway.domain.envelope import (
+    BATCH_BODY_MAX,
+    SEND_BODY_MAX,
+    BatchItems,
+    parse_batch_body,
+)
 
 
 async def authenticate_sender(gw: Gateway, request: Request) -> AgentPrincipal:
@@ -73,18 +79,24 @@ def _item(answer: SendResult | AgentBusError, instance: str) -> dict[str, Any]:
     return item
 
 
+async def answer_batch(
+    gw: Gateway, principal: AgentPrincipal, envelopes: BatchItems, instance: str
+) -> dict[str, Any]:
+    """Send a batch (``parse_batch_body`` or ``batch_items``) and answer it: one result per
+    envelope, in order, problems naming ``instance``. What ``POST /v1/messages/batch`` answers,
+    and the delivery WebSocket's ``send`` frames (``delivery.send_frames``)."""
+    answers = await send_batch(gw, principal, envelopes)
+    return {"results": [_item(answer, instance) for answer in answers]}
+
+
 async def post_batch(request: Request) -> Response:
     """Up to 100 envelopes; ``200`` with one result per envelope, in order (04 §4.7)."""
     gw = get_gateway(request)
     principal = await authenticate_sender(gw, request)
     raw = await read_capped(request, BATCH_BODY_MAX)
     envelopes = parse_batch_body(raw, request.headers.get("content-type"))
-    answers = await send_batch(gw, principal, envelopes)
-    instance = request.url.path
-    return FastJSONResponse(
-        {"results": [_item(answer, instance) for answer in answers]},
-        headers=_quota_headers(gw, principal),
-    )
+    body = await answer_batch(gw, principal, envelopes, request.url.path)
+    return FastJSONResponse(body, headers=_quota_headers(gw, principal))
 
 
 async def get_message(request: Request) -> Response:

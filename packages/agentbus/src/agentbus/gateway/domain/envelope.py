@@ -88,17 +88,34 @@ class Parsed:
         return data
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise ValueError(f"duplicate key {key!r}")
-        obj[key] = value
-    return obj
+def read_json(text: str) -> tuple[Any, str | None]:
+    """``text`` parsed, and the first thing in it that the send path refuses though JSON
+    parsers take it: a duplicate key or a non-finite number (None when there is none; the
+    later key wins, as ``json.loads`` has it). ValueError when ``text`` is not JSON. Bound its
+    nesting first (``MAX_DEPTH``)."""
+    flaws: list[str] = []
+
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj and not flaws:
+                flaws.append(f"duplicate key {key!r}")
+            obj[key] = value
+        return obj
+
+    def no_constant(name: str) -> float:
+        if not flaws:
+            flaws.append(f"{name} is not JSON")
+        return float(name)
+
+    value = json.loads(text, object_pairs_hook=no_duplicates, parse_constant=no_constant)
+    return value, (flaws[0] if flaws else None)
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+def refuse_flaw(flaw: str | None) -> None:
+    """AB-2001 for a body in which ``read_json`` found a flaw."""
+    if flaw is not None:
+        raise _malformed(flaw)
 
 
 def _load(raw: bytes, content_type: str | None, media_types: tuple[str, ...]) -> Any:
@@ -112,15 +129,15 @@ def _load(raw: bytes, content_type: str | None, media_types: tuple[str, ...]) ->
     ):
         raise e.EnvelopeMalformed(f"the body nests deeper than {MAX_DEPTH} levels")
     try:
-        return json.loads(
-            raw.decode("utf-8"), object_pairs_hook=_no_duplicates, parse_constant=_no_constant
-        )
+        value, flaw = read_json(raw.decode("utf-8"))
     except (ValueError, UnicodeError) as exc:
         raise _malformed(exc) from None
+    refuse_flaw(flaw)
+    return value
 
 
-def _malformed(exc: Exception) -> e.EnvelopeMalformed:
-    return e.EnvelopeMalformed(f"the body is not valid JSON for envelopes: {exc}")
+def _malformed(reason: object) -> e.EnvelopeMalformed:
+    return e.EnvelopeMalformed(f"the body is not valid JSON for envelopes: {reason}")
 
 
 def _canonical_size(value: Any) -> int:
@@ -145,15 +162,21 @@ def check_object(envelope: Any) -> dict[str, Any]:
     return envelope
 
 
-def parse_batch_body(
-    raw: bytes, content_type: str | None
-) -> list[tuple[Any, int | e.EnvelopeMalformed]]:
+BatchItems = list[tuple[Any, int | e.EnvelopeMalformed]]
+
+
+def parse_batch_body(raw: bytes, content_type: str | None) -> BatchItems:
+    """A body that is not JSON, nests past ``MAX_DEPTH``, or holds a duplicate key or a
+    non-finite number anywhere fails the whole request (AB-2001): no item can be told apart.
+    Then ``batch_items``."""
+    return batch_items(_load(raw, content_type, ("application/json",)))
+
+
+def batch_items(body: Any) -> BatchItems:
     """``{"envelopes": [...]}`` with 1 to ``BATCH_MAX`` items (AB-2001, AB-5009): each item
     with the length of its canonical encoding, or the refusal of an item that has none (a lone
     surrogate: AB-2001), still to be checked one by one (an item that is not an envelope fails
-    alone). A body that is not JSON, nests past ``MAX_DEPTH``, or holds a duplicate key or a
-    non-finite number anywhere fails the whole request (AB-2001): no item can be told apart."""
-    body = _load(raw, content_type, ("application/json",))
+    alone)."""
     envelopes = body.get("envelopes") if isinstance(body, dict) else None
     if not isinstance(envelopes, list) or not envelopes or set(body) != {"envelopes"}:
         raise e.EnvelopeMalformed('the body is {"envelopes": [one or more envelopes]}')
