@@ -1,6 +1,7 @@
 """Push delivery's parts that need no gateway: where the WebSocket is, what a server that does
-not upgrade means, settle frames that are answered, refused, left unanswered or cut off, and
-status notices on receipts. The delivery itself is tested end to end
+not upgrade means, settle and send frames that are answered, refused, left unanswered or cut
+off, the flusher's use of the socket (sends only where the hello names them), and status
+notices on receipts. The delivery itself is tested end to end
 against the real gateway (packages/agentbus/tests/test_e2e_sidecar_push.py)."""
 
 from __future__ import annotations
@@ -10,16 +11,21 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from agentbus_sidecar import push
-from agentbus_sidecar.clock import utcnow
-from agentbus_sidecar.credentials import save_credentials
+from agentbus_sidecar.actions.sending import signed
+from agentbus_sidecar.clock import format_ts, utcnow
+from agentbus_sidecar.credentials import AgentCredential, save_credentials
 from agentbus_sidecar.doctor import run_checks
+from agentbus_sidecar.envelope import MESSAGE
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
+from agentbus_sidecar.outbound import FlushReport, Uplink, flush_sends
 from agentbus_sidecar.push import DeliverySocket, PushUnavailable, open_socket, socket_url
-from agentbus_sidecar.store import receipts
+from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.store import outbox, receipts
 from hypothesis import given
 from hypothesis import strategies as st
 from websockets.asyncio.server import ServerConnection, serve
@@ -125,9 +131,9 @@ def test_a_status_of_someone_elses_message_is_ignored(db: sqlite3.Connection) ->
 Answer = Callable[[ServerConnection, dict[str, Any]], Awaitable[None]]
 
 
-async def _settle_against(answer: Answer, verb: str, items: list[dict[str, Any]]) -> Any:
-    """``DeliverySocket.settle`` on a socket to a server that answers each frame with
-    ``answer`` (a stand-in for the gateway's side of §5.2, to reach the failure cases)."""
+async def _against(answer: Answer, use: Callable[[DeliverySocket], Awaitable[Any]]) -> Any:
+    """``use`` a ``DeliverySocket`` to a server that answers each frame with ``answer`` (a
+    stand-in for the gateway's side of §5.2, to reach the failure cases)."""
 
     async def handler(conn: ServerConnection) -> None:
         async for text in conn:
@@ -141,10 +147,15 @@ async def _settle_against(answer: Answer, verb: str, items: list[dict[str, Any]]
         frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         reader = asyncio.create_task(socket.read(frames))
         try:
-            return await socket.settle(verb, items)
+            return await use(socket)
         finally:
             reader.cancel()
             await ws.close()
+
+
+async def _settle_against(answer: Answer, verb: str, items: list[dict[str, Any]]) -> Any:
+    """``DeliverySocket.settle`` against a server answering with ``answer``."""
+    return await _against(answer, lambda socket: socket.settle(verb, items))
 
 
 async def test_a_settle_frame_carries_the_items_and_returns_the_results() -> None:
@@ -172,7 +183,7 @@ async def test_a_refused_settle_frame_is_the_gateway_error_it_names() -> None:
 
 
 async def test_an_unanswered_settle_frame_is_an_outage(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(push, "SETTLE_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(push, "ANSWER_TIMEOUT_S", 0.2)
 
     async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
         await conn.send(json.dumps({"type": "result", "for": "someone else", "results": []}))
@@ -219,3 +230,112 @@ async def test_a_deliveries_frame_is_read_as_one_delivery_frame_each() -> None:
         {"type": "delivery", "msg_id": "msg_c"},
         None,
     ]
+
+
+def _envelopes(count: int) -> list[bytes]:
+    """Stored envelope bytes as the outbox keeps them (canonical JSON)."""
+    return [json.dumps({"id": f"msg_{n}", "data": {"text": "é"}}).encode() for n in range(count)]
+
+
+async def test_a_send_frame_carries_the_stored_envelopes_and_returns_their_results() -> None:
+    seen: list[dict[str, Any]] = []
+
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        seen.append(frame)
+        results = [{"status": 202, "message": {"id": env["id"]}} for env in frame["envelopes"]]
+        await conn.send(json.dumps({"type": "result", "for": frame["id"], "results": results}))
+
+    bodies = _envelopes(3)
+    results = await _against(answer, lambda socket: socket.send_batch(bodies))
+    assert [r["message"]["id"] for r in results] == ["msg_0", "msg_1", "msg_2"]
+    assert seen == [{"type": "send", "id": "c1", "envelopes": [json.loads(b) for b in bodies]}]
+
+
+async def test_a_refused_send_frame_is_the_gateway_error_it_names() -> None:
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        problem = {"status": 403, "code": "AB-1007", "title": "Scope missing"}
+        await conn.send(json.dumps({"type": "result", "for": frame["id"], "problem": problem}))
+
+    with pytest.raises(GatewayError) as refused:
+        await _against(answer, lambda socket: socket.send_batch(_envelopes(1)))
+    assert (refused.value.status, refused.value.code) == (403, "AB-1007")
+    assert refused.value.caller_refused
+
+
+async def test_a_send_frame_cut_off_leaves_its_batch_queued_for_a_retry(agent: Any) -> None:
+    """The socket closes before the answer: the batch is retried later exactly as after an
+    HTTP request that got no answer (the gateway answers what it took as a replay)."""
+
+    async def answer(conn: ServerConnection, frame: dict[str, Any]) -> None:
+        await conn.close(1012)
+
+    async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+        queued = [
+            signed(rt, type=MESSAGE, recipient=PEER, data={"text": f"m{n}"}) for n in range(3)
+        ]
+        for envelope in queued:
+            outbox.enqueue_send(rt.conn, envelope, utcnow())
+        report = FlushReport()
+
+        async def flush_on(socket: DeliverySocket) -> None:
+            await flush_sends(rt, utcnow(), report, send_batch=socket.send_batch)
+
+        await _against(answer, flush_on)
+        assert report.sent == []
+        assert report.unreachable is not None
+        assert "no answer to a send frame" in report.unreachable
+        for envelope in queued:
+            row = outbox.get(rt.conn, envelope["id"])
+            assert row is not None
+            assert row["attempts"] == 1
+            assert row["next_attempt_at"] > row["created_at"]
+            assert row["next_attempt_at"] != outbox.PARKED
+
+
+def _hello_server(frames: list[str] | None) -> Callable[[ServerConnection], Awaitable[None]]:
+    """A gateway that says hello (naming ``frames`` when given, as an older one does not),
+    then takes whatever comes."""
+
+    async def handler(conn: ServerConnection) -> None:
+        hello: dict[str, Any] = {"type": "hello", "connection_id": "x", "server_time": "bad"}
+        if frames is not None:
+            hello["frames"] = frames
+        await conn.send(json.dumps(hello))
+        async for _text in conn:
+            pass
+
+    return handler
+
+
+@pytest.mark.parametrize(
+    ("frames", "sends_on_socket"),
+    [(["credit", "ack", "nak", "term", "read", "send", "auth", "ping", "pong"], True),
+     (None, False)],
+)  # fmt: skip
+async def test_the_flusher_sends_on_the_socket_when_the_gateway_takes_send_frames(
+    agent: Any, frames: list[str] | None, sends_on_socket: bool
+) -> None:
+    """While the loop's receiver holds the socket, the flusher settles on it, and sends its
+    batches on it only if the hello named ``send``; once it is closed, HTTP again."""
+    offered = ["agentbus.v2", "agentbus.v1"]
+    async with serve(_hello_server(frames), "127.0.0.1", 0, subprotocols=offered) as server:  # type: ignore[arg-type]
+        url = f"http://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}"
+        cached = AgentCredential("credential", format_ts(utcnow() + timedelta(hours=1)), 900)
+        save_credentials(agent.creds_path, replace(agent.creds, gateway_url=url,
+                                                   agent_credential=cached))  # fmt: skip
+        uplink, stop, lines = Uplink(), asyncio.Event(), list[str]()
+        async with open_runtime(agent.creds_path, agent.state_dir) as rt:
+            receiver = asyncio.create_task(
+                push.receive_pushed(rt, stop, asyncio.Lock(), lines.append, uplink)
+            )
+            try:
+                for _ in range(200):
+                    if uplink.settle is not None:
+                        break
+                    await asyncio.sleep(0.05)
+                assert uplink.settle is not None, lines
+                assert (uplink.send_batch is not None) is sends_on_socket
+            finally:
+                stop.set()
+                await asyncio.wait_for(receiver, 30)
+        assert (uplink.settle, uplink.send_batch) == (None, None)

@@ -2,22 +2,29 @@
 (its default), on the real gateway process, NATS and PostgreSQL (``agentbus.e2e``). The other
 end-to-end files run their recipients this way too (a gateway killed mid-stream, NATS
 restarted, a recipient offline); these tests cover what only push does: the status of sent
-messages, a connection replaced by another receiver, and long-polling when asked to."""
+messages, a connection replaced by another receiver, long-polling when asked to, and the
+loop's sends as frames on its socket, over HTTP while it has none."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
 from agentbus.e2e import Sidecar, Stack, World, assert_exactly_once, until, wait_received
-from agentbus_sidecar.actions.sending import send_message
-from agentbus_sidecar.clock import format_ts, server_now
+from agentbus_sidecar import push
+from agentbus_sidecar.actions.sending import send_message, signed
+from agentbus_sidecar.clock import format_ts, server_now, utcnow
 from agentbus_sidecar.credentials import AgentCredential
-from agentbus_sidecar.runtime import open_runtime
+from agentbus_sidecar.envelope import MESSAGE
+from agentbus_sidecar.errors import GatewayUnreachable
+from agentbus_sidecar.runtime import Runtime, open_runtime
+from agentbus_sidecar.store import outbox
 from agentbus_sidecar.sync import PUSH, run
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -210,3 +217,135 @@ async def test_a_starting_loop_issues_one_credential_and_inbox_leaves_its_socket
     await asyncio.sleep(0.5)
     assert "replaced by another receiver" not in bob.log()
     assert "credential renewed" not in bob.log()
+
+
+BATCH = "/v1/messages/batch"
+
+
+def _queue(rt: Runtime, to: str, count: int, label: str) -> list[str]:
+    """Messages put in the outbox without a try of their own, as the loop finds them, in one
+    lane; their ids."""
+    conversation = None
+    queued: list[str] = []
+    for n in range(count):
+        envelope = signed(
+            rt, type=MESSAGE, recipient=to, data={"text": f"{label} {n}"},
+            conversation=conversation,
+        )  # fmt: skip
+        conversation = envelope["conversation"]
+        outbox.enqueue_send(rt.conn, envelope, utcnow())
+        queued.append(envelope["id"])
+    return queued
+
+
+async def _replays(stack: Stack) -> float:
+    """``agentbus_sends_total{outcome="replayed"}`` of the gateway."""
+    async with httpx.AsyncClient(base_url=stack.url) as client:
+        text = (await client.get("/metrics")).text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "agentbus_sends_total" and sample.labels.get("outcome") == "replayed"
+    )
+
+
+async def test_the_loop_sends_on_its_socket(pair: World) -> None:
+    """What alice queues, her loop sends as ``send`` frames on its delivery WebSocket: the
+    gateway answers no ``POST /v1/messages/batch``, and bob gets each message once."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await asyncio.gather(alice.start(), bob.start())
+    await asyncio.gather(_pushing(alice), _pushing(bob))
+    batches_before = await _http_requests(stack, "POST", BATCH)
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        sent = _queue(rt, bob.address, 150, "on the socket")
+    await wait_received(bob, set(sent), 30, stack)
+    assert_exactly_once(bob, sent)
+
+    async def sent_all() -> bool:
+        rows = alice.query("SELECT count(*) AS n FROM outbox WHERE kind = 'send'")
+        return int(rows[0]["n"]) == 0
+
+    await until(sent_all, 20, "alice's outbox to empty")
+    placeholders = ",".join("?" * len(sent))
+    recorded = alice.query(f"SELECT msg_id FROM receipts WHERE msg_id IN ({placeholders})", *sent)
+    assert {row["msg_id"] for row in recorded} == set(sent)
+    assert await _http_requests(stack, "POST", BATCH) == batches_before
+
+
+async def test_sends_fall_back_to_http_without_the_socket_and_lose_nothing(
+    pair: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Alice's loop (in this process) cannot open its socket at first, as behind a proxy that
+    drops the upgrade for a while: what she queues goes over HTTP. Once the socket opens, the
+    same flusher sends on it. Then the answer to a send frame is lost with its connection:
+    the batch is sent again (on HTTP or the next socket) and answered as a replay. Bob gets
+    every message once, and the gateway holds one row of each."""
+    stack, alice, bob = pair.stack, pair.alice, pair.bob
+    await bob.start()
+    await _pushing(bob)
+    socket_down = asyncio.Event()
+    socket_down.set()
+    cut_next_answer = asyncio.Event()
+    opened = push.open_socket
+    answered = push.DeliverySocket.answer
+
+    async def open_socket(gateway_url: str, bearer: str) -> Any:
+        if socket_down.is_set():
+            raise GatewayUnreachable(gateway_url, "HTTP 502")
+        return await opened(gateway_url, bearer)
+
+    def answer(sock: push.DeliverySocket, frame: dict[str, Any]) -> bool:
+        results = frame.get("results") if frame.get("type") == "result" else None
+        if cut_next_answer.is_set() and results and "receipt" in results[0]:
+            cut_next_answer.clear()  # the answer to a send frame, lost with the connection
+            asyncio.get_running_loop().create_task(sock.ws.close())
+            return True
+        return answered(sock, frame)
+
+    monkeypatch.setattr(push, "open_socket", open_socket)
+    monkeypatch.setattr(push.DeliverySocket, "answer", answer)
+    lines: list[str] = []
+
+    async def logged(text: str) -> bool:
+        return any(text in line for line in lines)
+
+    async with open_runtime(alice.credentials, alice.state_dir) as rt:
+        stop = asyncio.Event()
+        loop = asyncio.create_task(run(rt, stop, delivery=PUSH, log=lines.append))
+        try:
+            batches = await _http_requests(stack, "POST", BATCH)
+            over_http = _queue(rt, bob.address, 20, "over HTTP")
+            await wait_received(bob, set(over_http), 30, stack)
+            assert await _http_requests(stack, "POST", BATCH) > batches
+            assert not await logged(PUSHED)
+
+            socket_down.clear()
+            await until(lambda: logged(PUSHED), 60, "alice's delivery WebSocket")
+            batches = await _http_requests(stack, "POST", BATCH)
+            on_socket = _queue(rt, bob.address, 20, "on the socket")
+            await wait_received(bob, set(on_socket), 30, stack)
+            assert await _http_requests(stack, "POST", BATCH) == batches
+
+            replays = await _replays(stack)
+            cut_next_answer.set()
+            cut_off = _queue(rt, bob.address, 20, "cut off")
+            await wait_received(bob, set(cut_off), 60, stack)
+            assert not cut_next_answer.is_set(), "an answer was cut off"
+            await until(lambda: logged("delivery WebSocket closed"), 10, "the cut connection")
+
+            async def resent() -> bool:
+                return not outbox.pending_sends(rt.conn)
+
+            await until(resent, 30, "alice's outbox to empty")
+            assert await _replays(stack) >= replays + 1
+        finally:
+            stop.set()
+            await asyncio.wait_for(loop, 30)
+    sent = over_http + on_socket + cut_off
+    assert_exactly_once(bob, sent)
+    rows = await stack.value(
+        "SELECT count(*) FROM messages WHERE id = ANY(%s)",
+        [uuid.UUID(hex=msg_id.removeprefix("msg_")) for msg_id in sent],
+    )
+    assert rows == len(sent)

@@ -5,7 +5,9 @@ one lane at a time: a lane is (recipient, conversation), and only its oldest que
 be sent, in one request, so a lane reaches the stream in send order (G2). Plain messages of all
 lanes share ``POST /v1/messages/batch`` requests of up to 100 envelopes; the gateway takes them
 in order and answers AB-2021 for the rest of a lane once one is refused, which stay queued as
-they were. Task envelopes go one at a time on their routes. A lane also waits while an earlier
+they were. Task envelopes go one at a time on their routes. While the loop holds the delivery
+WebSocket (``Uplink``), settlements and those batches go as frames on it instead, with the same
+bodies, answers and retries. A lane also waits while an earlier
 message to the same recipient was accepted without a stream sequence, until ``GET
 /v1/messages/{id}`` shows one (checked at most every 2 s); blocking on the recipient rather than
 the exact lane is coarser than G2 needs, and keeps that check to what the ``receipts`` table
@@ -37,7 +39,9 @@ from agentbus_sidecar.store import inbox, outbox, receipts, transaction
 
 __all__ = [
     "FlushReport",
+    "SendBatch",
     "Settle",
+    "Uplink",
     "blocked_recipients",
     "flush_sends",
     "flush_settlements",
@@ -77,6 +81,24 @@ def _verb(row_id: str) -> str:
 
 Settle = Callable[[str, list[dict[str, Any]]], Awaitable[list[dict[str, Any]]]]
 """How settlements reach the gateway: ``(verb, items) -> per-item results``."""
+SendBatch = Callable[[list[bytes]], Awaitable[list[dict[str, Any]]]]
+"""How a batch of plain messages reaches the gateway: ``(envelope bytes) -> per-envelope
+results``, as ``POST /v1/messages/batch`` answers."""
+
+
+@dataclass
+class Uplink:
+    """The delivery WebSocket as the loop's flusher uses it while the receiver holds one
+    (``push``): settlements go as frames, and batches of plain messages as ``send`` frames when
+    the gateway's ``hello`` names them. Either one None: HTTP, as without a socket. A frame
+    left unanswered (the socket closed, or no answer in time) fails as an unanswered request
+    does, so its rows are retried the same way, on HTTP or the next socket."""
+
+    settle: Settle | None = None
+    send_batch: SendBatch | None = None
+
+    def clear(self) -> None:
+        self.settle = self.send_batch = None
 
 
 async def flush_settlements(
@@ -202,9 +224,12 @@ async def refresh_unpublished(rt: Runtime, now: datetime) -> None:
             receipts.add_event(rt.conn, row["rcp_id"], str(message["status"]), now)
 
 
-async def _post(rt: Runtime, rows: list[sqlite3.Row]) -> list[dict[str, Any] | GatewayError]:
-    """One request: a task envelope on its route, plain messages as one batch; per envelope
-    the answer or its refusal. Raises what fails the request as a whole."""
+async def _post(
+    rt: Runtime, rows: list[sqlite3.Row], send_batch: SendBatch | None
+) -> list[dict[str, Any] | GatewayError]:
+    """One request: a task envelope on its route, plain messages as one batch (a ``send`` frame
+    with ``send_batch``, else ``POST /v1/messages/batch``); per envelope the answer or its
+    refusal. Raises what fails the request as a whole."""
     envelope = json.loads(bytes(rows[0]["body"]))
     route = route_for(envelope)
     if route != MESSAGES:
@@ -213,22 +238,33 @@ async def _post(rt: Runtime, rows: list[sqlite3.Row]) -> list[dict[str, Any] | G
         except GatewayError as exc:
             return [exc]
     bodies = [bytes(row["body"]) for row in rows]
-    results = await rt.session.call(rt.client.send_batch, bodies)
+    if send_batch is not None:
+        results = await send_batch(bodies)
+    else:
+        results = await rt.session.call(rt.client.send_batch, bodies)
     if len(results) != len(rows):
         raise GatewayError(502, None, None, "the batch answer does not match the request")
     return [r if 200 <= int(r.get("status", 0)) < 300 else problem_of(r) for r in results]
 
 
 async def flush_sends(
-    rt: Runtime, now: datetime, report: FlushReport, rng: random.Random | None = None
+    rt: Runtime,
+    now: datetime,
+    report: FlushReport,
+    rng: random.Random | None = None,
+    *,
+    send_batch: SendBatch | None = None,
 ) -> None:
+    """Send the due sends lane by lane; ``send_batch`` sends the batches of plain messages
+    another way than ``POST /v1/messages/batch`` (``send`` frames on the delivery
+    WebSocket)."""
     due_mark = format_ts(now)
     runs = lane_runs(outbox.pending_sends(rt.conn), blocked_recipients(rt.conn, now))
     for rows in _requests(runs, due_mark):
         answers: list[dict[str, Any] | GatewayError] = []
         if report.unreachable is None:
             try:
-                answers = await _post(rt, rows)
+                answers = await _post(rt, rows, send_batch)
             except GatewayUnreachable as exc:
                 report.unreachable = str(exc)
             except GatewayError as exc:

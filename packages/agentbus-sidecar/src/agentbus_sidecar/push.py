@@ -11,10 +11,16 @@ one batch:
   meanwhile) flushed as frames on the socket (answered by ``result`` frames, the same items and
   results as the HTTP routes), then the credit they used is granted again. A frame left
   unanswered or cut off by the connection's end leaves its rows in the outbox with their retry
-  scheduled, and the loop's flusher sends them over HTTP when they are due;
+  scheduled, and the loop's flusher sends them when they are due;
 - ``status``: the gateway's notice about a message this agent sent, added once to its receipt's
   ``local_events`` (so ``trace`` shows it offline) and logged;
 - ``ping``: answered with ``pong``.
+
+While the connection is open the loop's flusher uses it too (``outbound.Uplink``): its
+settlements go as frames, and its batches of plain messages as ``send`` frames when the
+gateway's ``hello`` lists ``send`` (an older gateway's does not, and they go over HTTP). A frame
+whose answer does not come fails as an unanswered HTTP request does, so its rows are retried the
+same way, over HTTP or the next connection; the gateway answers a resent envelope as a replay.
 
 The credential is renewed in place with an ``auth`` frame once the session has renewed it. When
 the connection ends, the sidecar connects again after the long-poll's backoff (1 s to 30 s); a
@@ -42,7 +48,7 @@ from agentbus_sidecar.client import SETTLE_KEYS, problem_of
 from agentbus_sidecar.clock import parse_ts, to_ms, utcnow
 from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.inbound import accept_deliveries
-from agentbus_sidecar.outbound import FlushReport, flush_settlements
+from agentbus_sidecar.outbound import FlushReport, Uplink, flush_settlements
 from agentbus_sidecar.runtime import Runtime
 from agentbus_sidecar.store import receipts
 
@@ -59,9 +65,10 @@ __all__ = [
 # agentbus.v1 sends one ``delivery`` frame each, and the reader expands the first into the second.
 SUBPROTOCOLS = ("agentbus.v2", "agentbus.v1")
 PATH = "/v1/inbox/ws"
+SEND = "send"  # the frame type a gateway's ``hello`` names when it takes batches on the socket
 CREDIT = 100
 OPEN_TIMEOUT_S = 10.0
-SETTLE_TIMEOUT_S = 15.0  # as long as an HTTP request of the client may take
+ANSWER_TIMEOUT_S = 15.0  # for a frame's ``result``: as long as an HTTP request may take
 # A ``deliveries`` frame holds a pull of at most 4 MiB, and over that one delivery (an envelope
 # of at most 320 KiB).
 MAX_FRAME_BYTES = 5 * 1024 * 1024
@@ -96,12 +103,15 @@ def socket_url(gateway_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, parts.path.rstrip("/") + PATH, "", ""))
 
 
-async def receive_pushed(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log) -> None:
-    """Receive over the WebSocket until ``stop`` is set; raises ``PushUnavailable``."""
+async def receive_pushed(
+    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log, uplink: Uplink
+) -> None:
+    """Receive over the WebSocket until ``stop`` is set, lending each open connection to the
+    flusher through ``uplink``; raises ``PushUnavailable``."""
     failures = 0
     while not stop.is_set():
         try:
-            await _connection(rt, stop, lock, log)
+            await _connection(rt, stop, lock, log, uplink)
             return  # stopped
         except (GatewayUnreachable, GatewayError, sqlite3.OperationalError) as exc:
             # A locked or full disk, like an outage, is a reason to let AckWait redeliver.
@@ -146,7 +156,9 @@ async def open_socket(gateway_url: str, bearer: str) -> ClientConnection:
         raise GatewayUnreachable(gateway_url, str(exc) or type(exc).__name__) from exc
 
 
-async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log) -> None:
+async def _connection(
+    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Log, uplink: Uplink
+) -> None:
     """One connection, until ``stop`` (returns) or its end (raises ``_Ended``)."""
     bearer = await rt.session.bearer()
     started = time.time()
@@ -160,6 +172,9 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
         _observe_clock(rt, hello, started, time.time())
         async with lock:
             await flush_settlements(rt, utcnow(), FlushReport(), drain=True, settle=sock.settle)
+        uplink.settle = sock.settle
+        if SEND in hello.get("frames", ()):  # an older gateway takes sends over HTTP only
+            uplink.send_batch = sock.send_batch
         await sock.send({"type": "credit", "id": sock.next_id(), "n": CREDIT})
         log(f"receiving over the delivery WebSocket (connection {hello.get('connection_id')})")
         while True:
@@ -176,6 +191,7 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
                 raise _closed(ws)
             await sock.renew_credential(rt)
     finally:
+        uplink.clear()
         stopper.cancel()
         reader.cancel()
         with contextlib.suppress(Exception):
@@ -183,13 +199,13 @@ async def _connection(rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log:
 
 
 class DeliverySocket:
-    """An open delivery WebSocket as the loop uses it: frame ids, writes, settle frames waiting
-    for their ``result``, and the credential it holds."""
+    """An open delivery WebSocket as the loop uses it: frame ids, writes, settle and send
+    frames waiting for their ``result``, and the credential it holds."""
 
     def __init__(self, ws: ClientConnection, bearer: str, gateway_url: str) -> None:
         self.ws, self.bearer, self.gateway_url = ws, bearer, gateway_url
         self.auth_id: str | None = None  # of the ``auth`` frame not answered yet
-        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # settle frames by id
+        self._waiting: dict[str, asyncio.Future[dict[str, Any]]] = {}  # frames by id
         self._ids = 0
 
     def next_id(self) -> str:
@@ -205,14 +221,32 @@ class DeliverySocket:
         frame, for ``outbound.flush_settlements``: no answer in time, or the connection
         ending first, is ``GatewayUnreachable`` (the outbox keeps the rows and retries); a
         ``problem`` is the GatewayError it names."""
+        key = SETTLE_KEYS[verb]
+        return await self._ask(
+            verb, lambda frame_id: json.dumps({"type": verb, "id": frame_id, key: items})
+        )
+
+    async def send_batch(self, bodies: list[bytes]) -> list[dict[str, Any]]:
+        """Signed envelopes (their stored bytes, sent as they are) in one ``send`` frame; the
+        per-envelope results, in order, as ``POST /v1/messages/batch`` answers them, for
+        ``outbound.flush_sends``. Failures as for ``settle``."""
+        envelopes = b",".join(bodies).decode()
+
+        def frame(frame_id: str) -> str:
+            return f'{{"type":"send","id":{json.dumps(frame_id)},"envelopes":[{envelopes}]}}'
+
+        return await self._ask("send", frame)
+
+    async def _ask(self, kind: str, frame: Callable[[str], str]) -> list[dict[str, Any]]:
+        """Send the text ``frame(id)`` and wait for the ``result`` frame answering it."""
         frame_id = self.next_id()
         answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[frame_id] = answer
         try:
-            await self.ws.send(json.dumps({"type": verb, "id": frame_id, SETTLE_KEYS[verb]: items}))
-            result = await asyncio.wait_for(answer, SETTLE_TIMEOUT_S)
+            await self.ws.send(frame(frame_id))
+            result = await asyncio.wait_for(answer, ANSWER_TIMEOUT_S)
         except (ConnectionClosed, TimeoutError) as exc:
-            reason = f"no answer to a {verb} frame on the delivery WebSocket"
+            reason = f"no answer to a {kind} frame on the delivery WebSocket"
             raise GatewayUnreachable(self.gateway_url, reason) from exc
         finally:
             self._waiting.pop(frame_id, None)
@@ -223,7 +257,7 @@ class DeliverySocket:
         return results
 
     def answer(self, frame: dict[str, Any]) -> bool:
-        """Hand a ``result`` frame to the settle frame waiting for it; False if none is."""
+        """Hand a ``result`` frame to the frame waiting for it; False if none is."""
         waiting = (
             self._waiting.get(str(frame.get("for"))) if frame.get("type") == "result" else None
         )
@@ -233,15 +267,15 @@ class DeliverySocket:
         return True
 
     def end(self) -> None:
-        """The connection ended: no settle frame still waiting will be answered."""
+        """The connection ended: no frame still waiting will be answered."""
         for waiting in self._waiting.values():
             if not waiting.done():
                 waiting.set_exception(ConnectionClosed(None, None))
 
     async def read(self, frames: asyncio.Queue[dict[str, Any] | None]) -> None:
         """Every JSON object frame into ``frames`` (a ``deliveries`` frame as one ``delivery``
-        frame each), then None when the connection ends; answers to settle frames go straight
-        to the settlement waiting for them (which holds up the loop's handler meanwhile)."""
+        frame each), then None when the connection ends; answers to settle and send frames go
+        straight to the settlement or flush waiting for them."""
         try:
             async for message in self.ws:
                 frame = _parse(message) if isinstance(message, str) else None

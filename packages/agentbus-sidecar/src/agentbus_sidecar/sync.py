@@ -10,7 +10,8 @@ interleave inside one):
   the gateway is stopping (``draining``) is followed by a pause of 0.5 to 1 s. With push delivery
   (the default), the receiver holds the delivery WebSocket instead (``push``), which also brings
   the status of this agent's sent messages; a gateway that does not upgrade is long-polled.
-- flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks), check
+- flusher: every second, flush due outbox rows (sends by lane, acks, reads, naks: as frames on
+  the receiver's delivery WebSocket while it is open, ``outbound.Uplink``, else over HTTP), check
   unpublished receipts, report unpresented messages that expired, upload captured usage
   (``usage_upload``), heartbeat every 30 s,
   apply local retention every hour, and once a day replace the agent's key when 30 days or less
@@ -40,6 +41,7 @@ from agentbus_sidecar.errors import ConfigError, GatewayError, GatewayUnreachabl
 from agentbus_sidecar.inbound import accept_deliveries
 from agentbus_sidecar.outbound import (
     FlushReport,
+    Uplink,
     flush_sends,
     flush_settlements,
     refresh_unpublished,
@@ -80,15 +82,20 @@ class SyncReport:
 
 
 async def flush(
-    rt: Runtime, lock: asyncio.Lock | None = None, *, drain: bool = False
+    rt: Runtime,
+    lock: asyncio.Lock | None = None,
+    *,
+    drain: bool = False,
+    uplink: Uplink | None = None,
 ) -> FlushReport:
-    """Settlements first (acks cancel redeliveries), then sends lane by lane."""
-    report = FlushReport()
+    """Settlements first (acks cancel redeliveries), then sends lane by lane; on the delivery
+    WebSocket while ``uplink`` holds it, otherwise over HTTP."""
+    report, via = FlushReport(), uplink or Uplink()
     async with lock or asyncio.Lock():
-        await flush_settlements(rt, utcnow(), report, drain=drain)
+        await flush_settlements(rt, utcnow(), report, drain=drain, settle=via.settle)
         if report.unreachable is None:
             await refresh_unpublished(rt, utcnow())
-        await flush_sends(rt, utcnow(), report)
+        await flush_sends(rt, utcnow(), report, send_batch=via.send_batch)
     return report
 
 
@@ -198,26 +205,35 @@ async def _receiver(
 
 
 async def _pushed(
-    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, wait_s: int, log: Callable[[str], None]
+    rt: Runtime,
+    stop: asyncio.Event,
+    lock: asyncio.Lock,
+    wait_s: int,
+    log: Callable[[str], None],
+    uplink: Uplink,
 ) -> None:
     # Imported here: the WebSocket client would add some 50 ms to every other command's start.
     from agentbus_sidecar.push import PushUnavailable, receive_pushed
 
     try:
-        await receive_pushed(rt, stop, lock, log)
+        await receive_pushed(rt, stop, lock, log, uplink)
     except PushUnavailable as exc:
         log(f"the gateway does not offer the delivery WebSocket ({exc}); long-polling instead")
         await _receiver(rt, stop, lock, wait_s, log)
 
 
 async def _flusher(
-    rt: Runtime, stop: asyncio.Event, lock: asyncio.Lock, log: Callable[[str], None]
+    rt: Runtime,
+    stop: asyncio.Event,
+    lock: asyncio.Lock,
+    log: Callable[[str], None],
+    uplink: Uplink,
 ) -> None:
     loop = asyncio.get_running_loop()
     next_heartbeat = next_prune = next_key_check = loop.time()
     while not stop.is_set():
         try:
-            report = await flush(rt, lock)
+            report = await flush(rt, lock, uplink=uplink)
         except sqlite3.OperationalError as exc:
             log(f"state.db busy ({exc}); retrying")
             await _sleep(stop, FLUSH_EVERY_S)
@@ -292,12 +308,15 @@ async def run(
             log(f"{msg_id} {outcome} (resync of a new state.db)")
     except (GatewayUnreachable, GatewayError) as exc:
         log(f"resync failed ({exc}); the next sync tries again")
-    lock = asyncio.Lock()
+    lock, uplink = asyncio.Lock(), Uplink()
+    receiver = (
+        _pushed(rt, stop, lock, wait_s, log, uplink)
+        if delivery == PUSH
+        else _receiver(rt, stop, lock, wait_s, log)
+    )
     tasks = [
-        asyncio.create_task(
-            (_pushed if delivery == PUSH else _receiver)(rt, stop, lock, wait_s, log)
-        ),
-        asyncio.create_task(_flusher(rt, stop, lock, log)),
+        asyncio.create_task(receiver),
+        asyncio.create_task(_flusher(rt, stop, lock, log, uplink)),
     ]
     try:
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
