@@ -75,6 +75,7 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     for row in runs.values():
         assert (row["acked"], row["errors"]) == (40, 0), row
         assert row.get("delivery") == ("long-poll" if row["bench"] == "gateway" else None)
+        assert row.get("sends") == ("http" if row["bench"] == "gateway" else None)
         if row["bench"] == "gateway":
             assert (row["workers"], row["lanes"], row["payloads"]) == (1, 2, "store")
             assert row["policies"] == "realistic"  # its forbids refuse none of the messages
@@ -111,9 +112,10 @@ async def test_bench_over_the_delivery_websocket(
     await asyncio.to_thread(run)
 
     runs = [row for row in rows if row.get("bench") == "gateway"]
-    assert [(row["mode"], row["delivery"]) for row in runs] == [
-        ("paced", "websocket"),
-        ("unpaced", "websocket"),
+    # the senders send as the sidecar does on its socket: send frames
+    assert [(row["mode"], row["delivery"], row["sends"]) for row in runs] == [
+        ("paced", "websocket", "websocket"),
+        ("unpaced", "websocket", "websocket"),
     ]
     for row in runs:
         assert (row["acked"], row["errors"]) == (40, 0), row
@@ -132,6 +134,8 @@ async def test_bench_over_the_delivery_websocket(
 def test_bench_refuses_an_unknown_delivery() -> None:
     with pytest.raises(ValueError, match="long-poll, websocket"):
         bench.bench(1, 1, delivery="pigeon")
+    with pytest.raises(ValueError, match="websocket with delivery websocket"):
+        bench.bench(1, 1, sends="websocket")  # send frames need the socket
 
 
 async def test_a_bench_stopped_by_sigterm_leaves_nothing_behind(

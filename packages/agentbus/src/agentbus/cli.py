@@ -83,6 +83,16 @@ def bench(
             "delivery WebSocket, as agentbus sidecar run does by default)."
         ),
     ] = "long-poll",
+    sends: Annotated[
+        str | None,
+        typer.Option(
+            help="How the sending clients send: http (POST /v1/messages/batch), or websocket "
+            "(send frames on the sender's delivery WebSocket, as agentbus sidecar run does); "
+            "websocket needs --delivery websocket. Default: websocket with --delivery "
+            "websocket, else http.",
+            show_default=False,
+        ),
+    ] = None,
     inline_payloads: Annotated[
         bool,
         typer.Option(
@@ -125,14 +135,19 @@ def bench(
     from agentbus_sidecar.sync import DELIVERIES
 
     from agentbus.bench.command import bench as run
+    from agentbus.bench.runs import sends_for
 
     if delivery not in DELIVERIES:
         hint = f"one of {', '.join(sorted(DELIVERIES))}"
         raise typer.BadParameter(hint, param_hint="--delivery")
+    try:
+        sends_for(delivery, sends)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--sends") from None
     run(messages, rate, database_url=database_url, nats_url=nats_url, workers=workers,
         lanes=lanes, warmup=warmup, raw=raw, lone=lone_rounds, delivery=delivery,
         inline_payloads=inline_payloads, analytics=analytics,
-        policies=policies)  # fmt: skip
+        policies=policies, sends=sends)  # fmt: skip
 
 
 @app.command("bench-analytics")

@@ -14,11 +14,14 @@ ack too); with ``--delivery websocket`` it holds the delivery WebSocket instead,
 ``agentbus sidecar run`` does by default, and application-acks the deliveries that arrived
 together with one ``read`` frame on the socket (so the worker that handed them out also acks
 them in JetStream, as it does for the sidecar's frames), granting their credit again after the
-``result`` (``bench.runs``). A message's latency runs from the moment it is queued to the answer
-of the read that acked it. Both clients are the lean keep-alive HTTP/1.1 client of
-``bench.http``, in this process. Envelopes are built and
+``result`` (``bench.runs``). The sending client then holds its agent's delivery WebSocket too
+(hearing the status of what it sent), and by default sends each batch as one ``send`` frame on
+it, as the sidecar does; ``--sends http`` keeps ``POST /v1/messages/batch`` beside the same
+sockets, so the two can be compared. A message's latency runs from the moment it is queued to
+the answer of the read that acked it. Both clients are the lean keep-alive HTTP/1.1 client of
+``bench.http`` (and the sidecar's WebSocket client), in this process. Envelopes are built and
 signed before a run starts (a sidecar signs when it queues, not when it sends), so the client's
-share of the CPU is the HTTP traffic.
+share of the CPU is its traffic.
 
 The raw run publishes envelopes of the same size with ``Nats-Msg-Id`` to a file-backed stream,
 pulls them with a durable pull consumer and acks each with a confirmed ack (``bench.raw``).
@@ -55,7 +58,7 @@ from agentbus.bench.lone import lone_rounds
 from agentbus.bench.policies import POLICY_SETS
 from agentbus.bench.policies import install as install_policies
 from agentbus.bench.raw import raw_nats
-from agentbus.bench.runs import GatewayBench, Lane, Result, Workload
+from agentbus.bench.runs import GatewayBench, Lane, Result, Workload, sends_for
 
 GOAL_P50_MS, GOAL_P99_MS, GOAL_MSGS_PER_SEC = 5.0, 25.0, 2000.0
 HOST_PROBE_S = 5.0
@@ -106,7 +109,9 @@ async def run_bench(dep: Deployment, work: Workload, emit_row: Emit) -> None:
     emit(host.probe(HOST_PROBE_S).summary())  # services up and idle: the machine alone
     lanes = [Lane(dep.url, *pair) for pair in agents]
     payloads = "inline" if dep.inline_payloads else "store"
-    bench = GatewayBench(lanes, meter, work.delivery, dep.workers, payloads, work.policies)
+    bench = GatewayBench(
+        lanes, meter, work.delivery, dep.workers, payloads, work.policies, work.sends
+    )
     try:
         if work.warmup:
             await bench.run(Result("gateway", "warmup", work.warmup, None))
@@ -150,19 +155,22 @@ def bench(
     inline_payloads: bool = False,
     analytics: bool = True,
     policies: str = "default",
+    sends: str | None = None,
     emit: Emit | None = None,
 ) -> None:
-    """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON)."""
+    """Run the whole benchmark; ``emit`` gets one dict per line (default: print JSON).
+    ``sends``: ``runs.sends_for``."""
     if delivery not in DELIVERIES:
         raise ValueError(f"delivery is one of {', '.join(sorted(DELIVERIES))}, not {delivery!r}")
     if policies not in POLICY_SETS:
         raise ValueError(f"policies is one of {', '.join(POLICY_SETS)}")
+    sends = sends_for(delivery, sends)
     out = emit or (lambda row: print(json.dumps(row), flush=True))
     with workdir() as root:
         dep = Deployment(root, database_url, nats_url, workers, inline_payloads, analytics)
         try:
             dep.start_services()
-            work = Workload(messages, rate, warmup, lanes, raw, lone, delivery, policies)
+            work = Workload(messages, rate, warmup, lanes, raw, lone, delivery, policies, sends)
             asyncio.run(run_bench(dep, work, out))
         except Exception:
             for line in gateway_errors(dep.root / "gateway.log"):

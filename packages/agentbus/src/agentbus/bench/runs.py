@@ -1,7 +1,8 @@
 """The benchmark's runs through the gateway (``agentbus-gateway bench``): each lane's sender
-flushes its queued envelopes as a sidecar flushes its outbox, its receiver long-polls and reads,
-or holds the delivery WebSocket; ``Result`` is one run's figures, shared with the raw JetStream
-run (``bench.raw``), and ``drive`` paces either.
+flushes its queued envelopes as a sidecar flushes its outbox (``POST /v1/messages/batch``, or
+``send`` frames on its delivery WebSocket), its receiver long-polls and reads, or holds the
+delivery WebSocket; ``Result`` is one run's figures, shared with the raw JetStream run
+(``bench.raw``), and ``drive`` paces either.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import httpx
 from agentbus_sidecar.envelope import build_envelope, sign_envelope
+from agentbus_sidecar.errors import GatewayError, GatewayUnreachable
 from agentbus_sidecar.push import CREDIT, DeliverySocket, open_socket
 from agentbus_sidecar.sync import LONG_POLL, PUSH
 from websockets.asyncio.client import ClientConnection
@@ -28,6 +30,18 @@ from agentbus.bench.http import Client, HttpError
 from agentbus.bench.lone import batch_body, percentile, read_all
 
 BATCH_MAX = 100
+HTTP = "http"
+SENDS = (HTTP, PUSH)
+
+
+def sends_for(delivery: str, sends: str | None) -> str:
+    """How the senders send: ``sends``, by default as the sidecar does with ``delivery`` (send
+    frames on its delivery WebSocket, HTTP without one); ValueError for send frames without the
+    socket."""
+    chosen = sends or (PUSH if delivery == PUSH else HTTP)
+    if chosen not in SENDS or (chosen == PUSH and delivery != PUSH):
+        raise ValueError(f"sends is {HTTP}, or {PUSH} with delivery {PUSH}; not {chosen!r}")
+    return chosen
 
 
 @dataclass
@@ -44,6 +58,7 @@ class Result:
     errors: int = 0
     cpu_ms_per_msg: dict[str, float] | None = None
     delivery: str | None = None  # of a gateway run, with its gateway's workers and its lanes
+    sends: str | None = None  # how its senders sent: http, or websocket (send frames)
     workers: int | None = None
     lanes: int | None = None
     payloads: str | None = None  # the gateway's setting: inline or store
@@ -65,6 +80,7 @@ class Result:
                 if self.delivery is None
                 else {
                     "delivery": self.delivery,
+                    "sends": self.sends,
                     "workers": self.workers,
                     "lanes": self.lanes,
                     "payloads": self.payloads,
@@ -101,6 +117,7 @@ class Workload:
     lone_rounds: int = 0  # messages one at a time first, for each request's CPU (bench.lone)
     delivery: str = LONG_POLL  # how the receiving clients get their messages
     policies: str = "default"  # the tenant's policy set (bench.policies)
+    sends: str = HTTP  # how the sending clients send: HTTP, or PUSH (send frames)
 
 
 async def drive(
@@ -165,11 +182,39 @@ class Lane:
         return canonical_json(sign_envelope(env, self.sender.key))
 
 
-class Run:
-    """One run over the lanes: message ``n`` travels in lane ``n % len(lanes)``."""
+class SenderSocket:
+    """A sending agent's delivery WebSocket, held as its sidecar holds one: the status frames
+    of what it sent are read and dropped, and batches may go on it as ``send`` frames."""
 
-    def __init__(self, lanes: list[Lane], result: Result) -> None:
-        self.lanes, self.result = lanes, result
+    def __init__(self, ws: ClientConnection, lane: Lane) -> None:
+        self.ws = ws
+        self.socket = DeliverySocket(ws, lane.sender.credential, lane.url)
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.tasks = [
+            asyncio.create_task(self.socket.read(frames)),
+            asyncio.create_task(_drop(frames)),
+        ]
+
+    async def aclose(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        with suppress(Exception):
+            await self.ws.close()
+
+
+async def _drop(frames: asyncio.Queue[dict[str, Any] | None]) -> None:
+    while await frames.get() is not None:
+        pass
+
+
+class Run:
+    """One run over the lanes: message ``n`` travels in lane ``n % len(lanes)``; with
+    ``senders``, each lane's batches go as ``send`` frames on its sender's socket."""
+
+    def __init__(
+        self, lanes: list[Lane], result: Result, senders: list[SenderSocket] | None = None
+    ) -> None:
+        self.lanes, self.result, self.senders = lanes, result, senders
         self.bodies = [lanes[n % len(lanes)].envelope(n) for n in range(result.messages)]
         self.ids = [json.loads(body)["id"] for body in self.bodies]
         self.sent_at: dict[str, float] = {}
@@ -195,18 +240,13 @@ class Run:
     async def flush(self, lane: int) -> None:
         """The sidecar's flush of the lane: everything queued, up to a batch, one request in
         flight (a lane's next batch waits for the answer to the previous one)."""
-        client, queued, wake = self.lanes[lane].send_client, self.queued[lane], self.wake[lane]
+        queued, wake = self.queued[lane], self.wake[lane]
         while self.remaining > 0:
             await wake.wait()
             wake.clear()
             while queued:
                 batch, queued[:] = queued[:BATCH_MAX], queued[BATCH_MAX:]
-                body = batch_body(self.bodies[n] for n in batch)
-                status, content = await client.request(
-                    "POST", "/v1/messages/batch", body, "application/json"
-                )
-                answer = json.loads(content) if status == 200 else {}
-                results = answer.get("results") or [{}] * len(batch)
+                results = await self._post(lane, [self.bodies[n] for n in batch])
                 now = time.perf_counter()
                 for n, item in zip(batch, results, strict=True):
                     self.accepted_at[self.ids[n]] = now
@@ -214,6 +254,22 @@ class Run:
                         self.result.errors += 1
                         self.sent_at.pop(self.ids[n], None)
                         self._settled()
+
+    async def _post(self, lane: int, bodies: list[bytes]) -> list[dict[str, Any]]:
+        """One batch of the lane: its per-envelope results, empty ones if it failed whole."""
+        failed: list[dict[str, Any]] = [{}] * len(bodies)
+        if self.senders:
+            try:
+                return await self.senders[lane].socket.send_batch(bodies)
+            except (GatewayError, GatewayUnreachable):
+                return failed
+        client = self.lanes[lane].send_client
+        status, content = await client.request(
+            "POST", "/v1/messages/batch", batch_body(bodies), "application/json"
+        )
+        answer = json.loads(content) if status == 200 else {}
+        results: list[dict[str, Any]] = answer.get("results") or failed
+        return results
 
     async def receive(self, lane: int) -> None:
         client = self.lanes[lane].recv_client
@@ -283,34 +339,43 @@ class GatewayBench:
         workers: int = 1,
         payloads: str = "store",
         policies: str = "default",
+        sends: str = HTTP,
     ) -> None:
         self.lanes, self.meter, self.delivery, self.workers = lanes, meter, delivery, workers
-        self.payloads, self.policies = payloads, policies
+        self.payloads, self.policies, self.sends = payloads, policies, sends
 
     async def aclose(self) -> None:
         for lane in self.lanes:
             await lane.aclose()
 
     async def run(self, result: Result) -> Result:
-        """One run; with WebSocket delivery each lane's receiver connects and grants credit
-        before the clock starts, and closes after the run (a long-poll of the same agent, as
-        the lone rounds make, would replace a socket left open)."""
+        """One run; with WebSocket delivery each lane's receiver and sender connect (the
+        receiver granting credit) before the clock starts, as their sidecars would hold their
+        sockets, and close after the run (a long-poll of the same agent, as the lone rounds
+        make, would replace a socket left open)."""
         result.delivery, result.workers, result.lanes = self.delivery, self.workers, len(self.lanes)
-        result.payloads, result.policies = self.payloads, self.policies
+        result.payloads, result.policies, result.sends = self.payloads, self.policies, self.sends
         sockets: list[ClientConnection] = []
+        senders: list[SenderSocket] = []
         try:
             if self.delivery == PUSH:
                 for lane in self.lanes:
                     sockets.append(await open_socket(lane.url, lane.receiver.credential))
                     await sockets[-1].send(json.dumps({"type": "credit", "n": CREDIT}))
-            return await self._run(result, sockets)
+                    sender = await open_socket(lane.url, lane.sender.credential)
+                    senders.append(SenderSocket(sender, lane))
+                    await sender.send(json.dumps({"type": "credit", "n": CREDIT}))
+            run = Run(self.lanes, result, senders if self.sends == PUSH else None)
+            return await self._run(run, sockets)
         finally:
             for ws in sockets:
                 with suppress(Exception):
                     await ws.close()
+            for socket in senders:
+                await socket.aclose()
 
-    async def _run(self, result: Result, sockets: list[ClientConnection]) -> Result:
-        run = Run(self.lanes, result)
+    async def _run(self, run: Run, sockets: list[ClientConnection]) -> Result:
+        result = run.result
         if sockets:
             receivers = [run.receive_pushed(i, ws) for i, ws in enumerate(sockets)]
         else:
