@@ -91,7 +91,10 @@ async def test_bench_prints_every_line_and_leaves_nothing_behind(
     assert gateway_cpu["gateway"] > 0
     assert "nats" not in gateway_cpu  # not the bench's own NATS
     assert {row["beside"] for row in rows if "beside" in row} == {"paced", "unpaced"}
-    assert list(rows[-1]["goals"]) == ["p50_ms<5@200/s", "p99_ms<25@200/s", "msgs_per_sec>=2000"]
+    assert list(rows[-1]["goals"]) == [
+        "p50_ms<10@200/s", "p99_ms<50@200/s", "msgs_per_sec>=2000", "share_of_ceiling>=0.4",
+        "cpu_ms_per_msg<=0.8",
+    ]  # fmt: skip
 
     assert _bench_databases(pg_admin_url) == []
     assert set(await _stream_names(nats_url)) <= streams_before | {"AB_ADVISORIES", "SYS_AUDIT"}
@@ -129,6 +132,31 @@ async def test_bench_over_the_delivery_websocket(
         assert (row.get("accepted_p50_ms", 0) > 0) == (row["bench"] == "gateway")
     assert "goals" in rows[-1]
     assert _bench_databases(pg_admin_url) == []
+
+
+def _run(rate: float | None, **figures: Any) -> dict[str, Any]:
+    return {"rate": rate, "p50_ms": None, "p99_ms": None, "msgs_per_sec": None} | figures
+
+
+def test_goals_name_the_bounds_of_the_rate_and_judge_each_figure() -> None:
+    paced = _run(500.0, p50_ms=9.9, p99_ms=50.0)
+    unpaced = _run(None, msgs_per_sec=2100.0, cpu_ms_per_msg={"total": 0.8})
+    assert bench.goals(paced, unpaced, _run(None, msgs_per_sec=5000.0))["goals"] == {
+        "p50_ms<10@500/s": True, "p99_ms<50@500/s": False, "msgs_per_sec>=2000": True,
+        "share_of_ceiling>=0.4": True, "cpu_ms_per_msg<=0.8": True,
+    }  # fmt: skip
+    slow = _run(50.0, p50_ms=5.0, p99_ms=6.0)
+    assert bench.goals(slow, _run(None, msgs_per_sec=900.0), _run(None, msgs_per_sec=2000.0))[
+        "goals"
+    ] == {
+        "p50_ms<5@50/s": False, "msgs_per_sec>=2000": False, "share_of_ceiling>=0.4": True,
+        "cpu_ms_per_msg<=0.8": False,
+    }  # fmt: skip
+    # no raw run: no share to judge; a run that measured nothing meets nothing
+    assert bench.goals(_run(500.0), _run(None))["goals"] == {
+        "p50_ms<10@500/s": False, "p99_ms<50@500/s": False, "msgs_per_sec>=2000": False,
+        "cpu_ms_per_msg<=0.8": False,
+    }  # fmt: skip
 
 
 def test_bench_refuses_an_unknown_delivery() -> None:

@@ -42,7 +42,7 @@ from agentbus.broker import stream_name
 from agentbus.keys import load_or_create_keyring
 from agentbus.store import plans
 
-UNLIMITED = {"publish_per_minute": 10**9, "pending_per_agent": 10**9}
+UNLIMITED = {"publish_per_minute": 10**9, "pending_per_agent": 10**9, "agents": 10**6}
 SLUG = "bench"
 
 
@@ -190,8 +190,8 @@ async def _delete_stream(nats_url: str, name: str) -> None:
 async def make_tenant(database_url: str, keyring: Path) -> tuple[uuid.UUID, str]:
     """Migrate, then a tenant and workspace; returns the tenant's id and bootstrap integration
     token. The
-    tenant's send rate and backlog limits are lifted (still checked on every send), since the
-    load is the point here."""
+    tenant's send rate, backlog and agent count limits are lifted (still checked on every send
+    and registration), since the load is the point here."""
     await db.migrator().migrate(database_url)
     pool = await db.open_app_pool(database_url, max_size=2)
     try:
