@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from agentbus.bench import command as bench
 from agentbus.bench import deploy
+from agentbus.bench.runs import Result
 from agentbus.gateway.config import GatewaySettings
 
 
@@ -157,6 +158,17 @@ def test_goals_name_the_bounds_of_the_rate_and_judge_each_figure() -> None:
         "p50_ms<10@500/s": False, "p99_ms<50@500/s": False, "msgs_per_sec>=2000": False,
         "cpu_ms_per_msg<=0.8": False,
     }  # fmt: skip
+
+
+def test_a_run_names_what_its_errors_were() -> None:
+    result = Result("gateway", "paced", 3, 500.0)
+    assert "error_kinds" not in result.summary()
+    for kind in ("send:AB-5001", "read:invalid", "send:AB-5001"):
+        result.failed(kind)
+    summary = result.summary()
+    assert (summary["errors"], summary["error_kinds"]) == (
+        3, {"send:AB-5001": 2, "read:invalid": 1}
+    )  # fmt: skip
 
 
 def test_bench_refuses_an_unknown_delivery() -> None:

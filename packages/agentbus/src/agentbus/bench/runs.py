@@ -11,6 +11,7 @@ import asyncio
 import json
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -56,6 +57,9 @@ class Result:
     delivered_ms: list[float] = field(default_factory=list)
     elapsed_s: float = 0.0
     errors: int = 0
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    """What the errors were: a refused send's problem code (``send:AB-…``; ``send:no answer``
+    when its request or frame failed whole), a read's result (``read:…``)."""
     cpu_ms_per_msg: dict[str, float] | None = None
     delivery: str | None = None  # of a gateway run, with its gateway's workers and its lanes
     sends: str | None = None  # how its senders sent: http, or websocket (send frames)
@@ -64,6 +68,10 @@ class Result:
     payloads: str | None = None  # the gateway's setting: inline or store
     policies: str | None = None  # the tenant's policy set (bench.policies)
     payload_opens: dict[str, int] | None = None  # what the gateway's metric counted, by source
+
+    def failed(self, kind: str) -> None:
+        self.errors += 1
+        self.error_kinds[kind] += 1
 
     def measure(self, meter: CpuMeter, before: dict[str, float]) -> None:
         self.cpu_ms_per_msg = meter.per_message(before, meter.take(), len(self.latencies_ms))
@@ -92,6 +100,7 @@ class Result:
             "messages": self.messages,
             "acked": len(lat),
             "errors": self.errors,
+            **({"error_kinds": dict(self.error_kinds)} if self.error_kinds else {}),
             "msgs_per_sec": round(len(lat) / self.elapsed_s, 1) if self.elapsed_s else None,
             "p50_ms": percentile(lat, 0.50),
             "p99_ms": percentile(lat, 0.99),
@@ -251,7 +260,7 @@ class Run:
                 for n, item in zip(batch, results, strict=True):
                     self.accepted_at[self.ids[n]] = now
                     if item.get("status") not in (200, 202):
-                        self.result.errors += 1
+                        self.result.failed(f"send:{_code(item)}")
                         self.sent_at.pop(self.ids[n], None)
                         self._settled()
 
@@ -326,8 +335,14 @@ class Run:
                     if (at := stamps.get(msg_id)) is not None:
                         times.append((at - started) * 1000)
             else:
-                self.result.errors += 1
+                self.result.failed(f"read:{item.get('result')}")
             self._settled()
+
+
+def _code(item: dict[str, Any]) -> str:
+    """A refused send's problem code; "no answer" for a request or frame that failed whole."""
+    problem = item.get("problem")
+    return str(problem.get("code")) if isinstance(problem, dict) else "no answer"
 
 
 class GatewayBench:
