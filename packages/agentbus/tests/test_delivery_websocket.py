@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agentbus.delivery import settle
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import (
     Closed,
@@ -20,7 +21,9 @@ from agentbus.gateway.testkit import (
     make_world,
     post_envelope,
 )
+from agentbus.ids import new_id
 from fastapi import FastAPI
+from psycopg_pool import PoolTimeout
 
 Json = dict[str, Any]
 
@@ -152,3 +155,32 @@ async def test_a_bad_credential_closes_4401(
         await ws.receive()
     assert closed.value.code == 4401
     await ws.close()
+
+
+async def test_a_settle_frame_without_a_database_connection_is_answered_and_socket_kept(
+    gateway_app: FastAPI,
+    pair: tuple[World, SimAgent, SimAgent],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A settle that gets no pooled connection in time (a busy gateway) is answered AB-9002, as
+    its HTTP route would be; the socket, and the next frame, carry on."""
+    _world, _alice, bob = pair
+
+    async def no_connection(*_args: Any) -> Json:
+        raise PoolTimeout("no connection in time")
+
+    monkeypatch.setattr(settle, "read", no_connection)
+    ws = Socket(gateway_app, bob.credential)
+    await ws.connect()
+    try:
+        assert (await ws.receive())["type"] == "hello"
+        await ws.send({"type": "read", "id": "r1", "reads": [{"msg_id": new_id("msg")[1]}]})
+        answer = await ws.receive()
+        assert (answer["for"], answer["problem"]["code"], answer["problem"]["status"]) == (
+            "r1", "AB-9002", 503,
+        )  # fmt: skip
+        monkeypatch.undo()
+        await ws.send({"type": "ping", "id": "p1"})
+        assert await ws.receive() == {"type": "pong", "id": "p1"}
+    finally:
+        await ws.close()

@@ -5,18 +5,22 @@ credential (refreshed by ``auth`` frames), the ``send`` frames in flight
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from platformkit import fastjson
+from platformkit.db.outage import database_unreachable
 from pydantic import BaseModel
 from starlette.websockets import WebSocket
 
 from agentbus.delivery import bodies, settle
 from agentbus.delivery.service import DeliveryService
-from agentbus.errors import AgentBusError
+from agentbus.errors import AgentBusError, DatabaseUnavailable
 from agentbus.gateway.api.auth import principal_from_credential
 from agentbus.gateway.api.bodies import parse_model
 from agentbus.gateway.api.principals import AgentPrincipal
+
+log = logging.getLogger(__name__)
 
 _MODELS: dict[str, type[BaseModel]] = {
     "ack": bodies.Acks,
@@ -37,6 +41,18 @@ def problem_of(exc: AgentBusError) -> dict[str, Any]:
     if exc.detail:
         body["detail"] = exc.detail
     return body | exc.data
+
+
+def refusal(exc: Exception) -> AgentBusError:
+    """What a frame that failed is answered with, as its HTTP route would be: the error's own
+    problem, AB-9002 when PostgreSQL is unreachable (or no pooled connection came in time),
+    AB-9001 for anything else (logged, not told). The socket goes on either way."""
+    if isinstance(exc, AgentBusError):
+        return exc
+    if database_unreachable(exc):
+        return DatabaseUnavailable("PostgreSQL did not answer; retry with backoff")
+    log.error("a frame failed", exc_info=exc)
+    return AgentBusError()
 
 
 class Session:
@@ -90,7 +106,8 @@ class Session:
 
 
 async def settle_frame(session: Session, kind: str, frame: dict[str, Any]) -> dict[str, Any]:
-    """Run an ack, nak, term or read frame; its ``result`` frame."""
+    """Run an ack, nak, term or read frame; its ``result`` frame (a failure's ``problem``:
+    ``refusal``)."""
     body_doc = {_KEYS[kind]: frame.get(_KEYS[kind])}
     try:
         body = parse_model(_MODELS[kind], bodies.dump(body_doc))
@@ -101,6 +118,6 @@ async def settle_frame(session: Session, kind: str, frame: dict[str, Any]) -> di
         else:
             items = bodies.checked_items(svc, who, list(getattr(body, _KEYS[kind])))
             results = await getattr(settle, kind)(svc, who, items)
-    except AgentBusError as exc:
-        return {"type": "result", "for": frame.get("id"), "problem": problem_of(exc)}
+    except Exception as exc:
+        return {"type": "result", "for": frame.get("id"), "problem": problem_of(refusal(exc))}
     return {"type": "result", "for": frame.get("id"), "results": results}

@@ -24,18 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import Any
 
-from platformkit.db.outage import database_unreachable
-
-from agentbus.delivery.frames import Session, problem_of
-from agentbus.errors import AgentBusError, DatabaseUnavailable
+from agentbus.delivery.frames import Session, problem_of, refusal
 from agentbus.gateway.api.auth import principal_from_credential, require_agent_scope
 from agentbus.gateway.api.send import answer_batch
 from agentbus.gateway.domain.envelope import batch_items, refuse_flaw
-
-log = logging.getLogger(__name__)
 
 FRAME_MEMBERS = ("type", "id")
 """What a ``send`` frame holds besides the batch body."""
@@ -73,16 +67,5 @@ async def send_frame(session: Session, frame: dict[str, Any], flaw: str | None) 
         body = {k: v for k, v in frame.items() if k not in FRAME_MEMBERS}
         answer = await answer_batch(gw, who, batch_items(body), session.ws.url.path)
     except Exception as exc:
-        return {"type": "result", "for": frame.get("id"), "problem": problem_of(_refusal(exc))}
+        return {"type": "result", "for": frame.get("id"), "problem": problem_of(refusal(exc))}
     return {"type": "result", "for": frame.get("id"), **answer}
-
-
-def _refusal(exc: Exception) -> AgentBusError:
-    """The problem the HTTP route answers with: the error's own, AB-9002 when PostgreSQL is
-    unreachable (the app's outage handler), AB-9001 for anything else (logged, not told)."""
-    if isinstance(exc, AgentBusError):
-        return exc
-    if database_unreachable(exc):
-        return DatabaseUnavailable("PostgreSQL did not answer; retry with backoff")
-    log.error("a send frame failed", exc_info=exc)
-    return AgentBusError()
