@@ -22,9 +22,8 @@ from agentbus.gateway.testing import serving
 from agentbus.gateway.testkit import World, make_world
 from agentbus.testing import agentbus_template
 from platformkit.testing.databases import DatabaseFactory
+from platformkit.testing.hostile import HUGE, Case, form_cases, json_cases
 
-DEEP = 100_000
-HUGE = 30 << 20
 CEDAR = 'permit(principal, action, resource) when { resource.name == "x" };'
 H = "permit(principal, action, resource) when { "
 HOSTILE_CEDAR = {
@@ -36,29 +35,10 @@ HOSTILE_CEDAR = {
 }
 
 
-def json_cases(fields: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
-    """Each hostile variant of a valid body: (label, body, whether it must be refused)."""
-    cases: list[tuple[str, bytes, bool]] = []
-    for name, value in fields.items():
-
-        def put(v: object, name: str = name) -> bytes:
-            return json.dumps({**fields, name: v}).encode()
-
-        if isinstance(value, str):
-            cases += [
-                (f"nul in {name}", put("a\u0000b"), True),
-                (f"surrogate in {name}", put("a\ud800b"), True),
-                (f"empty {name}", put(""), False),
-                (f"over-long {name}", put("x" * 100_000), False),
-            ]
-        cases += [
-            (f"2**70 in {name}", put(2**70), True),
-            (f"-2**70 in {name}", put(-(2**70)), True),
-            (f"wrong type in {name}", put({"x": [1]}), True),
-        ]
-    first = next(iter(fields))
-    deep = b"[" * DEEP + b"]" * DEEP
-    cases.append(("deep", json.dumps({**fields, first: "D"}).encode().replace(b'"D"', deep), True))
+def api_cases(fields: dict[str, Any]) -> list[Case]:
+    """The shared hostile variants of a JSON body (a mistyped value refused), and hostile
+    Cedar text where the body carries a policy."""
+    cases = json_cases(fields, mistyped_refused=True)
     if "cedar" in fields:
         cases += [(f"cedar {k}", put_cedar(fields, v), True) for k, v in HOSTILE_CEDAR.items()]
     return cases
@@ -107,7 +87,7 @@ API = [
     ("POST", "/v1/support/consents", {"hours": 1, "ticket_ref": "T-1"}),
     ("PUT", "/v1/keys/kek", {"kek_ref": "local:main"}),
 ]
-API_CASES = [(m, p, *case) for m, p, f in API for case in json_cases(f)]
+API_CASES = [(m, p, *case) for m, p, f in API for case in api_cases(f)]
 
 
 async def send(
@@ -254,21 +234,10 @@ FORMS = [
 ]
 
 
-def form_cases(fields: dict[str, str]) -> list[tuple[str, bytes, bool]]:
-    cases: list[tuple[str, bytes, bool]] = []
-    for name in fields:
-
-        def put(v: str, name: str = name) -> bytes:
-            return str(httpx.QueryParams({**fields, name: v})).encode()
-
-        cases += [
-            (f"nul in {name}", put("a\x00b"), True),
-            (f"surrogate in {name}", put("S").replace(b"=S", b"=a%ED%A0%80b"), True),
-            (f"empty {name}", put(""), False),
-            (f"over-long {name}", put("x" * 100_000), False),
-            (f"2**70 in {name}", put(str(2**70)), False),
-            (f"-2**70 in {name}", put(str(-(2**70))), False),
-        ]
+def console_form_cases(fields: dict[str, str]) -> list[Case]:
+    """The shared hostile variants of a form body, and hostile Cedar text where the form
+    carries a policy."""
+    cases = form_cases(fields)
     if "cedar" in fields:
         cases += [
             (f"cedar {k}", str(httpx.QueryParams({**fields, "cedar": v})).encode(), False)
@@ -277,7 +246,7 @@ def form_cases(fields: dict[str, str]) -> list[tuple[str, bytes, bool]]:
     return cases
 
 
-FORM_CASES = [(p, *case) for p, f in FORMS for case in form_cases(f)]
+FORM_CASES = [(p, *case) for p, f in FORMS for case in console_form_cases(f)]
 
 
 @pytest.mark.parametrize(

@@ -18,43 +18,20 @@ import pytest
 from asgi_lifespan import LifespanManager
 from platformkit.passwords import FAST_TEST_POLICY
 from platformkit.testing.databases import DatabaseFactory
+from platformkit.testing.hostile import DEEP, HUGE, Case, json_cases
 from pydantic import SecretStr
 from strataplane.actions import tokens
 from strataplane.app import create_app
 from strataplane.settings import Settings
 from strataplane.testing import Seed, client_for
 
-DEEP = 100_000
-HUGE = 30 << 20
 CS = "/api/v1/change-sets"
 ELASTIC = {"type": "PERMANENT", "id": "ea-1", "metadata": {"local": {"host": {"hostname": "h"}}}}
 
 
-def json_cases(fields: dict[str, Any]) -> list[tuple[str, bytes, bool]]:
-    """Each hostile variant of a valid body: (label, body, whether it must be refused)."""
-    cases: list[tuple[str, bytes, bool]] = []
-    for name, value in fields.items():
-
-        def put(v: object, name: str = name) -> bytes:
-            return json.dumps({**fields, name: v}).encode()
-
-        if isinstance(value, str):
-            cases += [
-                (f"nul in {name}", put("a\u0000b"), True),
-                (f"surrogate in {name}", put("a\ud800b"), True),
-                (f"empty {name}", put(""), False),
-                (f"over-long {name}", put("x" * 100_000), False),
-            ]
-        cases += [
-            (f"2**70 in {name}", put(2**70), True),
-            (f"-2**70 in {name}", put(-(2**70)), True),
-            (f"wrong type in {name}", put({"x": [1]}), False),
-        ]
-    first = next(iter(fields))
-    deep = b"[" * DEEP + b"]" * DEEP
-    cases.append(("deep", json.dumps({**fields, first: "D"}).encode().replace(b'"D"', deep), True))
-    cases.append(("huge", b'{"x": "' + b"x" * HUGE + b'"}', True))
-    return cases
+def api_cases(fields: dict[str, Any]) -> list[Case]:
+    """The shared hostile variants of a JSON body, and a body over the size limit."""
+    return [*json_cases(fields), ("huge", b'{"x": "' + b"x" * HUGE + b'"}', True)]
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +97,7 @@ API = [
     ("POST", "/api/v1/enroll/vector", {"instance_id": "v-1", "hostname": "web-1"}, "vector"),
     ("POST", "/api/v1/agents/{agent}/settings", {"log_level": "debug"}, None),
 ]
-API_CASES = [(m, p, who, *case) for m, p, f, who in API for case in json_cases(f)]
+API_CASES = [(m, p, who, *case) for m, p, f, who in API for case in api_cases(f)]
 
 
 @pytest.mark.parametrize(
