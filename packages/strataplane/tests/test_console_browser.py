@@ -16,48 +16,20 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
 from platformkit.testing.oidc import OidcProvider
-from pydantic import SecretStr
-from strataplane import db
-from strataplane.actions import (
-    change_sets,
-    fleet_enrollment,
-    reviews,
-    spec,
-    teams,
-    validation,
-)
+from strataplane.actions import change_sets, fleet_enrollment, reviews, spec, validation
 from strataplane.actions.context import Services
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
-from strataplane.testing import PASSWORD, Seed, served_strataplane
+from strataplane.testing import PASSWORD, Seed
+from strataplane.testing.served import enroll, platform_tenant, stop
+from strataplane.testing.spec_files import TELEGRAF_ROUTE, fleet_settings, telegraf_layer
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
 WAIT = 90_000  # ms: a generous ceiling for each condition, on a busy machine
 SECRET = "console test client secret"
-LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = false
-"""
-ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = (
-    'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n\n'
-    '[rollout]\ndefaultPolicy = "staged"\n'
-)
 # A canary stage that bakes long enough for a person to stop the rollout.
 POLICY = """owner = "platform"
 agentKinds = ["telegraf"]
@@ -74,8 +46,13 @@ bakeTime = "1s"
 [guardrails]
 maxApplyFailurePercent = 0
 """
-TREE = {"layers/base.toml": LAYER, "routes/influx.toml": ROUTE, "settings.toml": SETTINGS,
-        "policies/rollout/staged.toml": POLICY}  # fmt: skip
+LAYER = telegraf_layer()
+TREE = {
+    "layers/base.toml": LAYER,
+    "routes/influx.toml": TELEGRAF_ROUTE,
+    "settings.toml": fleet_settings("telegraf", default_policy="staged"),
+    "policies/rollout/staged.toml": POLICY,
+}
 
 # The accessibility rules the main pages must keep (run in the page).
 A11Y = """() => {
@@ -119,16 +96,7 @@ class World:
     admin_ctx: Any
 
     async def enroll(self, name: str, token: str | None = None) -> dict[str, Any]:
-        reply = await self.pool.request(
-            "POST",
-            "/api/v1/enroll/telegraf",
-            {"Authorization": f"Bearer {token or self.enroll_token}",
-             "Content-Type": "application/json"},
-            json.dumps({"instance_id": name, "hostname": f"{name}.example.com"}).encode(),
-        )  # fmt: skip
-        assert reply.status == 201, reply.body
-        found: dict[str, Any] = json.loads(reply.body)
-        return found
+        return await enroll(self.pool, token or self.enroll_token, name)
 
 
 @pytest.fixture(scope="module")
@@ -139,37 +107,22 @@ def provider() -> Iterator[OidcProvider]:
 
 
 @pytest.fixture(scope="module")
-def database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spc")
-    yield url
-    database_factory.drop(url)
+def served_settings(provider: OidcProvider) -> dict[str, str]:
+    return {
+        "oidc_issuer": provider.issuer,
+        "oidc_client_id": "strataplane",
+        "oidc_client_secret": SECRET,
+        "oidc_tenant": "acme",
+    }
 
 
 @pytest.fixture(scope="module")
-def served(database: str, provider: OidcProvider) -> Iterator[str]:
-    with served_strataplane(
-        database,
-        oidc_issuer=provider.issuer,
-        oidc_client_id="strataplane",
-        oidc_client_secret=SECRET,
-        oidc_tenant="acme",
-    ) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def world(served: str, database: str, provider: OidcProvider) -> AsyncIterator[World]:
-    pool = await open_pool(db.app_url(database), min_size=1, max_size=4)
-    services = Services(
-        pool, Settings(database_url=SecretStr(database)), password_policy=FAST_TEST_POLICY
-    )
-    seed = Seed(services)
-    tenant, admin = await seed.tenant("acme")
-    ctx = seed.ctx(admin, tenant.id)
+async def world(served: str, served_seed: Seed, provider: OidcProvider) -> AsyncIterator[World]:
+    seed, services = served_seed, served_seed.services
+    tenant, admin, ctx = await platform_tenant(seed, "acme")
     prod = await fleet_enrollment.create_enrollment_token(ctx, "prod", labels={"env": "prod"})
     dev = await fleet_enrollment.create_enrollment_token(ctx, "dev", labels={"env": "dev"})
-    await publish(pool, tenant.id, TREE)
-    await teams.create_team(ctx, "platform", "Platform")  # the files' owner
+    await publish(services.pool, tenant.id, TREE)
     approver = await seed.member(ctx, "approver")
     http = HttpPool(served, size=10)
     world = World(served, services, tenant.id, admin.subject, http, prod.plaintext,
@@ -181,10 +134,8 @@ async def world(served: str, database: str, provider: OidcProvider) -> AsyncIter
                             restart_after=1.0)  # fmt: skip
     task = asyncio.create_task(sim.run())
     yield world
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    await stop([task])
     await http.close()
-    await pool.close()
 
 
 async def browser_as(chromium: Any, world: World, username: str) -> Any:

@@ -10,50 +10,34 @@ it: the stage halts on apply failures, and abort leaves the fleet on what it ran
 from __future__ import annotations
 
 import asyncio
-import itertools
-import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
-from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db, errors
-from strataplane.actions import (
-    change_sets,
-    fleet_enrollment,
-    history,
-    pins,
-    reviews,
-    rollouts,
-    spec,
-    teams,
-    validation,
-)
+from strataplane import errors
+from strataplane.actions import change_sets, fleet_enrollment, pins, rollouts
 from strataplane.actions.context import Ctx, Services
-from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents
 from strataplane.store.change_sets import ChangeSet
-from strataplane.testing import Seed, assert_same_artifact, served_strataplane, server_log
+from strataplane.testing import Seed, assert_same_artifact, server_log
+from strataplane.testing.served import (
+    enroll,
+    get_agent,
+    merge_files,
+    platform_tenant,
+    reviewers,
+    stop,
+    validated_change_set,
+)
+from strataplane.testing.spec_files import TELEGRAF_ROUTE, fleet_settings, telegraf_layer
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
-LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = {percpu}
-"""
 # Passes every schema, but inputs.http's Init refuses both token sources: Telegraf stops.
 BROKEN = """
 [config.inputs.http.portal]
@@ -67,16 +51,6 @@ FAILING = f"""
 [config.inputs.http.portal]
 urls = ["https://{UNREACHABLE}/health"]
 """
-ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = (
-    'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n\n'
-    '[rollout]\ndefaultPolicy = "staged"\n'
-)
 POLICY = """owner = "platform"
 agentKinds = ["telegraf"]
 
@@ -97,24 +71,11 @@ maxHealthRegressionPercent = 0
 
 def tree(percpu: str = "false", extra: str = "") -> dict[str, str]:
     return {
-        "layers/base.toml": LAYER.format(percpu=percpu) + extra,
-        "routes/influx.toml": ROUTE,
-        "settings.toml": SETTINGS,
+        "layers/base.toml": telegraf_layer(percpu) + extra,
+        "routes/influx.toml": TELEGRAF_ROUTE,
+        "settings.toml": fleet_settings("telegraf", default_policy="staged"),
         "policies/rollout/staged.toml": POLICY,
     }
-
-
-@pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spd")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
-    with served_strataplane(served_database) as url:
-        yield url
 
 
 @dataclass
@@ -134,13 +95,7 @@ class Delivery:
         return self.seed.services
 
     async def enroll(self, name: str, group: str) -> tuple[dict[str, Any], SimulatedTelegraf]:
-        body = json.dumps({"instance_id": name, "hostname": f"{name}.example.com"}).encode()
-        headers = {"Authorization": f"Bearer {self.tokens[group]}"}
-        reply = await self.pool.request(
-            "POST", "/api/v1/enroll/telegraf", {**headers, "Content-Type": "application/json"}, body
-        )
-        assert reply.status == 201, reply.body
-        enrolled: dict[str, Any] = json.loads(reply.body)
+        enrolled = await enroll(self.pool, self.tokens[group], name)
         return enrolled, self.start(enrolled)
 
     def start(self, enrolled: dict[str, Any]) -> SimulatedTelegraf:
@@ -157,10 +112,7 @@ class Delivery:
         return sim
 
     async def agent(self, agent_id: str) -> fleet_agents.Agent:
-        async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
-            found = await fleet_agents.get_agent(conn, self.tenant_id, UUID(agent_id))
-        assert found is not None
-        return found
+        return await get_agent(self.services, self.tenant_id, agent_id)
 
     async def same_artifact(self, found: bytes | None, wanted: bytes | None) -> None:
         await assert_same_artifact(self.services, self.tenant_id, found, wanted)
@@ -177,43 +129,17 @@ class Delivery:
             await asyncio.sleep(0.2)
 
     async def validate(self, files: dict[str, str]) -> ChangeSet:
-        ctx = self.author
-        cs = await change_sets.create_change_set(ctx, "change")
-        for path, content in files.items():
-            edit = await spec.write_file(ctx, cs.id, path, content.encode(), seen=cs.digest)
-            cs = edit.change_set
-        op, _ = await validation.request_validation(ctx, cs.id)
-        await validation.run_validation(
-            self.services.pool, validation.params_for(op, ctx.principal)
-        )
-        return await change_sets.access_change_set(ctx, cs.id)
+        return await validated_change_set(self.author, files)
 
     async def merge(self, files: dict[str, str]) -> int:
-        ctx = self.author
-        cs = await self.validate(files)
-        assert cs.validated, cs.validation
-        cs = await reviews.submit_change_set(ctx, cs.id, seen=cs.digest)
-        cs, _ = await reviews.review_change_set(self.approver, cs.id, "approve", seen=cs.digest)
-        _, revision = await history.merge_change_set(ctx, cs.id, seen=cs.digest)
-        return revision.id
-
-
-_SEEDS = itertools.count()
+        return await merge_files(self.author, self.approver, files)
 
 
 @pytest.fixture
-async def delivery(served: str, served_database: str) -> AsyncIterator[Delivery]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    # the module's tests share the served database: each seeds names of its own
-    seed = Seed(
-        Services(pool, settings, password_policy=FAST_TEST_POLICY), names_from=next(_SEEDS) * 1000
-    )
-    tenant, admin = await seed.tenant()
-    admin_ctx = seed.ctx(admin, tenant.id)
-    await teams.create_team(admin_ctx, "platform", "Platform")
-    author = seed.ctx(await seed.member(admin_ctx, "author"), tenant.id)
-    approver = seed.ctx(await seed.member(admin_ctx, "approver"), tenant.id)
+async def delivery(served: str, served_seed: Seed) -> AsyncIterator[Delivery]:
+    seed = served_seed
+    tenant, _, admin_ctx = await platform_tenant(seed)
+    author, approver = await reviewers(seed, admin_ctx, tenant.id)
     tokens = {}
     for group, labels in (("canary", {"canary": "true"}), ("fleet", {"env": "prod"})):
         made = await fleet_enrollment.create_enrollment_token(admin_ctx, group, labels=labels)
@@ -221,11 +147,8 @@ async def delivery(served: str, served_database: str) -> AsyncIterator[Delivery]
     http = HttpPool(served, size=20)
     d = Delivery(seed, tenant.id, admin_ctx, author, approver, http, tokens, served)
     yield d
-    for task in d.tasks:
-        task.cancel()
-    await asyncio.gather(*d.tasks, return_exceptions=True)
+    await stop(d.tasks)
     await http.close()
-    await pool.close()
 
 
 async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_completes(
@@ -254,14 +177,14 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     )
 
     # what Telegraf's loader refuses stops at validation: no rollout, no agent receives it
-    refused = await d.validate({"layers/base.toml": LAYER.format(percpu="false") + BROKEN})
+    refused = await d.validate({"layers/base.toml": telegraf_layer("false") + BROKEN})
     assert refused.validation is not None
     assert not refused.validated
     codes = {x["code"] for x in refused.validation["diagnostics"] if x["severity"] == "error"}
     assert codes == {"SP-5005"}
     await change_sets.close_change_set(d.author, refused.id)
 
-    bad = await d.merge({"layers/base.toml": LAYER.format(percpu="false") + FAILING})
+    bad = await d.merge({"layers/base.toml": telegraf_layer("false") + FAILING})
     [ro] = await rollouts.list_rollouts(d.admin, limit=1)
     assert (ro.to_revision_id, ro.policy_name) == (bad, "staged")
 
@@ -287,7 +210,7 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
         assert set(sim.ran[since[agent_id] :]) == {good[agent_id].hex()}  # type: ignore[union-attr]
     # one rollout per agent kind: the next merge waits for this one
     with pytest.raises(errors.RolloutActive):
-        await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+        await d.merge({"layers/base.toml": telegraf_layer("true")})
 
     await rollouts.abort_rollout(d.admin, ro.number)
     await d.until(
@@ -303,7 +226,7 @@ async def test_a_bad_config_halts_at_the_canary_abort_restores_a_good_one_comple
     assert canary_sim.config_hash == good[ids[0]].hex()  # type: ignore[union-attr]
     assert (await rollouts.access_rollout(d.admin, ro.number)).rollout.halt_reason
 
-    fixed = await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+    fixed = await d.merge({"layers/base.toml": telegraf_layer("true")})
     await d.until(lambda: state_is_number(d, "completed"), "the good rollout completes")
     await d.until(lambda: all_in_sync_at(fixed, ids[:2]), "the unpinned agents run the fix")
     done = (await rollouts.list_rollouts(d.admin, limit=1))[0]
@@ -348,7 +271,7 @@ async def test_a_canary_that_never_proves_the_change_halts_on_apply_failures(
     # the canary's Telegraf is down when the change ships: it never fetches nor proves it
     d.tasks[0].cancel()
     await asyncio.gather(d.tasks[0], return_exceptions=True)
-    changed = await d.merge({"layers/base.toml": LAYER.format(percpu="true")})
+    changed = await d.merge({"layers/base.toml": telegraf_layer("true")})
     [ro] = await rollouts.list_rollouts(d.admin, limit=1)
     assert ro.to_revision_id == changed
 

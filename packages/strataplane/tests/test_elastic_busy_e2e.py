@@ -8,24 +8,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
-from strataplane.actions import fleet_enrollment, teams
-from strataplane.actions.context import Services
+from strataplane.actions import fleet_enrollment
 from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.elastic import EqualJitter, SimulatedElasticAgent
 from strataplane.simulate.http import HttpPool, Reply
 from strataplane.simulate.seed import publish
-from strataplane.testing import Seed, served_strataplane
+from strataplane.testing import Seed
+from strataplane.testing.served import platform_tenant, stop
 
 LAYER = """agentKind = "elastic-agent"
 owner = "platform"
@@ -71,33 +64,19 @@ class CountingPool(HttpPool):
 
 
 @pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="speb")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
+def served_settings() -> dict[str, str]:
     # one round at once, none waiting: any round beside a running one is refused
-    with served_strataplane(
-        served_database, fleet_elastic_rounds="1", fleet_elastic_queue="0"
-    ) as url:
-        yield url
+    return {"fleet_elastic_rounds": "1", "fleet_elastic_queue": "0"}
 
 
 async def test_a_burst_gets_503s_not_500s_and_a_new_revision_wakes_held_check_ins(
-    served: str, served_database: str
+    served: str, served_seed: Seed
 ) -> None:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
+    pool = served_seed.services.pool
     http = CountingPool(served, size=AGENTS + 4)
     tasks: list[asyncio.Task[None]] = []
     try:
-        settings = Settings(database_url=SecretStr(served_database))
-        seed = Seed(Services(pool, settings, password_policy=FAST_TEST_POLICY))
-        tenant, admin = await seed.tenant()
-        ctx = seed.ctx(admin, tenant.id)
-        await teams.create_team(ctx, "platform", "Platform")
+        tenant, _, ctx = await platform_tenant(served_seed)
         token = await fleet_enrollment.create_enrollment_token(
             ctx, "ea", agent_kind="elastic-agent", labels={"env": "prod"}
         )
@@ -158,8 +137,5 @@ async def test_a_burst_gets_503s_not_500s_and_a_new_revision_wakes_held_check_in
         assert http.statuses[500] == 0, http.statuses
         assert set(http.statuses) <= {200, 503}, http.statuses
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await stop(tasks)
         await http.close()
-        await pool.close()

@@ -8,33 +8,33 @@ hostile input refused with a 4xx in Fleet's error shape."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
-from strataplane.actions import fleet_enrollment, fleet_inventory, secrets, teams
+from strataplane.actions import fleet_enrollment, fleet_inventory, secrets
 from strataplane.actions.context import Ctx, Services
 from strataplane.actions.fleet_errors import SettingsUnsupported
 from strataplane.cli import app as cli
 from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.elastic import EqualJitter, SimulatedElasticAgent
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.simulate.vector import SimulatedVector
 from strataplane.store import fleet_agents, fleet_artifacts
-from strataplane.testing import Seed, assert_same_artifact, served_strataplane
+from strataplane.testing import Seed, assert_same_artifact
+from strataplane.testing.served import platform_tenant, stop
+from strataplane.testing.spec_files import (
+    TELEGRAF_ROUTE,
+    VECTOR_ROUTE,
+    fleet_settings,
+    telegraf_layer,
+)
 from typer.testing import CliRunner
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
@@ -62,31 +62,7 @@ routes = ["out"]
 type = "file"
 include = ["/var/log/app.log"]
 """
-VECTOR_ROUTE = """agentKind = "vector"
-owner = "platform"
-
-[config.sinks.out]
-type = "console"
-inputs = ["app"]
-encoding = { codec = "json" }
-"""
-TELEGRAF_LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = false
-"""
-TELEGRAF_ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = (
-    'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n\n'
-    '[vector.heartbeat]\ninterval = "1s"\n'
-)
+SETTINGS = fleet_settings("telegraf", "vector")
 NUL, HUGE_INT = "\x00", 2**70
 
 
@@ -96,23 +72,15 @@ def tree(kind: str = "system/metrics") -> dict[str, str]:
         "routes/es.toml": ROUTE,
         "layers/vector.toml": VECTOR_LAYER,
         "routes/out.toml": VECTOR_ROUTE,
-        "layers/telegraf.toml": TELEGRAF_LAYER,
+        "layers/telegraf.toml": telegraf_layer(),
         "routes/influx.toml": TELEGRAF_ROUTE,
         "settings.toml": SETTINGS,
     }
 
 
 @pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spea")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
-    with served_strataplane(served_database, fleet_elastic_poll="1") as url:
-        yield url
+def served_settings() -> dict[str, str]:
+    return {"fleet_elastic_poll": "1"}
 
 
 @dataclass
@@ -171,19 +139,10 @@ class Fleet:
         return a.sync == "in_sync" and a.applied_revision_id == revision
 
 
-_SEEDS = itertools.count()
-
-
 @pytest.fixture
-async def fleet(served: str, served_database: str) -> AsyncIterator[Fleet]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    seed = Seed(
-        Services(pool, settings, password_policy=FAST_TEST_POLICY), names_from=next(_SEEDS) * 1000
-    )
-    tenant, admin = await seed.tenant()
-    admin_ctx = seed.ctx(admin, tenant.id)
-    await teams.create_team(admin_ctx, "platform", "Platform")
+async def fleet(served: str, served_seed: Seed) -> AsyncIterator[Fleet]:
+    seed = served_seed
+    tenant, _, admin_ctx = await platform_tenant(seed)
     tokens = {}
     for kind in ("elastic-agent", "vector", "telegraf"):
         made = await fleet_enrollment.create_enrollment_token(
@@ -193,11 +152,8 @@ async def fleet(served: str, served_database: str) -> AsyncIterator[Fleet]:
     http = HttpPool(served, size=20)
     f = Fleet(seed, tenant.id, admin_ctx, http, tokens, tenant.slug)
     yield f
-    for task in f.tasks:
-        task.cancel()
-    await asyncio.gather(*f.tasks, return_exceptions=True)
+    await stop(f.tasks)
     await http.close()
-    await pool.close()
 
 
 async def test_enroll_checkin_policy_change_acknowledged_then_a_new_revision(

@@ -8,54 +8,35 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
 from strataplane.actions import fleet_enrollment, fleet_inventory
 from strataplane.actions import fleet_errors as fe
 from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
 from strataplane.domain.fleet_status import http_date
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool, Reply
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents, fleet_class
-from strataplane.testing import Seed, served_strataplane
+from strataplane.testing import Seed
+from strataplane.testing.spec_files import TELEGRAF_ROUTE, fleet_settings, telegraf_layer
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
-LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = {percpu}
-"""
-ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = 'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n'
 CONFIG = "/agents/telegraf/config"
 
 
 def tree(percpu: str = "false") -> dict[str, str]:
     return {
-        "layers/base.toml": LAYER.format(percpu=percpu),
-        "routes/influx.toml": ROUTE,
-        "settings.toml": SETTINGS,
+        "layers/base.toml": telegraf_layer(percpu),
+        "routes/influx.toml": TELEGRAF_ROUTE,
+        "settings.toml": fleet_settings("telegraf"),
     }
 
 
@@ -110,30 +91,9 @@ class Class:
 
 
 @pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spc")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
+def served_settings() -> dict[str, str]:
     # the tests speak for hosts behind other addresses through X-Forwarded-For
-    with served_strataplane(served_database, fleet_proxy_from='["127.0.0.1/32"]') as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def served_services(served_database: str) -> AsyncIterator[Services]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    yield Services(pool, settings, password_policy=FAST_TEST_POLICY)
-    await pool.close()
-
-
-@pytest.fixture(scope="module")
-def served_seed(served_services: Services) -> Seed:
-    return Seed(served_services)
+    return {"fleet_proxy_from": '["127.0.0.1/32"]'}
 
 
 @pytest.fixture

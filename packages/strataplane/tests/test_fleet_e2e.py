@@ -6,50 +6,29 @@ watcher's first-tick baseline; silence becomes not_reporting."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
-from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
 from strataplane.actions import fleet_enrollment, tokens
 from strataplane.actions.context import Services
-from strataplane.db import SCOPE
 from strataplane.domain.fleet_status import http_date
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.store import fleet_agents
-from strataplane.testing import Seed, served_strataplane
-
-LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = {percpu}
-"""
-ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = 'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n'
+from strataplane.testing import Seed
+from strataplane.testing.served import enroll, get_agent
+from strataplane.testing.spec_files import TELEGRAF_ROUTE, fleet_settings, telegraf_layer
 
 
 def tree(percpu: str = "false", **extra: str) -> dict[str, str]:
     return {
-        "layers/base.toml": LAYER.format(percpu=percpu),
-        "routes/influx.toml": ROUTE,
-        "settings.toml": SETTINGS,
+        "layers/base.toml": telegraf_layer(percpu),
+        "routes/influx.toml": TELEGRAF_ROUTE,
+        "settings.toml": fleet_settings("telegraf"),
         **extra,
     }
 
@@ -64,17 +43,7 @@ class Fleet:
     enroll_token: str
 
     async def enroll(self, name: str) -> dict[str, Any]:
-        reply = await self.pool.request(
-            "POST",
-            "/api/v1/enroll/telegraf",
-            {"Authorization": f"Bearer {self.enroll_token}", "Content-Type": "application/json"},
-            f'{{"instance_id": "{name}", "hostname": "{name}.example.com"}}'.encode(),
-        )
-        assert reply.status == 201, reply.body
-        import json
-
-        body: dict[str, Any] = json.loads(reply.body)
-        return body
+        return await enroll(self.pool, self.enroll_token, name)
 
     def telegraf(self, enrolled: dict[str, Any], **options: Any) -> SimulatedTelegraf:
         return SimulatedTelegraf(
@@ -87,10 +56,7 @@ class Fleet:
         )
 
     async def agent(self, agent_id: str) -> fleet_agents.Agent:
-        async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
-            found = await fleet_agents.get_agent(conn, self.tenant_id, UUID(agent_id))
-        assert found is not None
-        return found
+        return await get_agent(self.services, self.tenant_id, agent_id)
 
     async def until(
         self, agent_id: str, check: Callable[[fleet_agents.Agent], bool], within: float = 120
@@ -102,32 +68,6 @@ class Fleet:
                 return agent
             assert asyncio.get_running_loop().time() < deadline, agent
             await asyncio.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spe")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
-    with served_strataplane(served_database) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def served_services(served_database: str) -> AsyncIterator[Services]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    yield Services(pool, settings, password_policy=FAST_TEST_POLICY)
-    await pool.close()
-
-
-@pytest.fixture(scope="module")
-def served_seed(served_services: Services) -> Seed:
-    return Seed(served_services)
 
 
 @pytest.fixture

@@ -9,34 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
 from strataplane.actions import change_sets, fleet_enrollment, secrets, spec, validation
 from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
-from strataplane.testing import Seed, served_strataplane
+from strataplane.testing import Seed
+from strataplane.testing.served import enroll
+from strataplane.testing.spec_files import fleet_settings, telegraf_layer
 
-LAYER = 'agentKind = "telegraf"\nowner = "platform"\nroutes = ["influx"]\n\n[config.inputs.cpu.default]\npercpu = false\n'  # noqa: E501
+LAYER = telegraf_layer()
 ROUTE = (
     'agentKind = "telegraf"\nowner = "platform"\n\n[config.outputs.influxdb_v2.main]\n'
     'urls = ["https://influx.example.com"]\ntoken = "secret://{name}"\n'
 )
 SECRET = 'owner = "platform"\n\n[grant]\nmatchLabels = {{ env = "{env}" }}\n'
-SETTINGS = 'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n'
 
 
 def tree(name: str = "INFLUX_TOKEN", env: str = "prod") -> dict[str, str]:
@@ -44,7 +39,7 @@ def tree(name: str = "INFLUX_TOKEN", env: str = "prod") -> dict[str, str]:
         "layers/base.toml": LAYER,
         "routes/influx.toml": ROUTE.replace("{name}", name),
         f"secrets/{name}.toml": SECRET.format(env=env),
-        "settings.toml": SETTINGS,
+        "settings.toml": fleet_settings("telegraf"),
     }
 
 
@@ -57,15 +52,7 @@ class Fleet:
     enroll_token: str
 
     async def enroll(self, name: str) -> dict[str, Any]:
-        reply = await self.pool.request(
-            "POST",
-            "/api/v1/enroll/telegraf",
-            {"Authorization": f"Bearer {self.enroll_token}", "Content-Type": "application/json"},
-            json.dumps({"instance_id": name, "hostname": f"{name}.example.com"}).encode(),
-        )
-        assert reply.status == 201, reply.body
-        body: dict[str, Any] = json.loads(reply.body)
-        return body
+        return await enroll(self.pool, self.enroll_token, name)
 
     def telegraf(self, enrolled: dict[str, Any]) -> SimulatedTelegraf:
         env = dict(enrolled["environment"])
@@ -85,32 +72,6 @@ async def until(check: Any, within: float = 60, sim: SimulatedTelegraf | None = 
         where = (sim.state, sim.exit_reason, sim.secrets, sim.reloads) if sim else None
         assert asyncio.get_running_loop().time() < deadline, where
         await asyncio.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="sps")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
-    with served_strataplane(served_database) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-async def served_services(served_database: str) -> AsyncIterator[Services]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    yield Services(pool, settings, password_policy=FAST_TEST_POLICY)
-    await pool.close()
-
-
-@pytest.fixture(scope="module")
-def served_seed(served_services: Services) -> Seed:
-    return Seed(served_services)
 
 
 @pytest.fixture

@@ -21,19 +21,13 @@ from uuid import UUID
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
 from platformkit.http.tls_front import TlsFrontConfig, serve_tls_front
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
 from platformkit.testing.pki import Issued, crl, issue
 from platformkit.testing.services import free_port
-from pydantic import SecretStr
-from strataplane import db
 from strataplane.actions import fleet_enrollment, secrets, trust_anchors
 from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
@@ -127,13 +121,6 @@ def crl_server() -> Iterator[http.server.ThreadingHTTPServer]:
 
 
 @pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spt")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
 def served(served_database: str) -> Iterator[tuple[int, int]]:
     """The server's port and its TLS front's, which agents are told to reach."""
     tls_port = free_port()
@@ -159,14 +146,6 @@ class World:
     async def rows(self, query: str) -> list[dict[str, Any]]:
         async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
             return list(await (await conn.execute(query, (self.tenant_id,))).fetchall())
-
-
-@pytest.fixture(scope="module")
-async def served_seed(served_database: str) -> AsyncIterator[Seed]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    yield Seed(Services(pool, settings, password_policy=FAST_TEST_POLICY))
-    await pool.close()
 
 
 @pytest.fixture

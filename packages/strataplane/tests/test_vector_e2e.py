@@ -8,40 +8,37 @@ route refused with a 4xx."""
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
 import pytest
-from platformkit.db.pool import open_pool
 from platformkit.db.scope import tenant_transaction
-from platformkit.passwords import FAST_TEST_POLICY
-from platformkit.testing.databases import DatabaseFactory
-from pydantic import SecretStr
-from strataplane import db
-from strataplane.actions import (
-    change_sets,
-    fleet_enrollment,
-    history,
-    reviews,
-    rollouts,
-    secrets,
-    spec,
-    teams,
-    validation,
-)
+from strataplane.actions import fleet_enrollment, rollouts, secrets
 from strataplane.actions.context import Ctx, Services
 from strataplane.db import SCOPE
-from strataplane.settings import Settings
 from strataplane.simulate.http import HttpPool
 from strataplane.simulate.seed import publish
 from strataplane.simulate.telegraf import SimulatedTelegraf
 from strataplane.simulate.vector import SimulatedVector
 from strataplane.store import fleet_agents, fleet_artifacts
-from strataplane.testing import Seed, served_strataplane
+from strataplane.testing import Seed
+from strataplane.testing.served import (
+    enroll,
+    get_agent,
+    merge_files,
+    platform_tenant,
+    reviewers,
+    stop,
+)
+from strataplane.testing.spec_files import (
+    TELEGRAF_ROUTE,
+    VECTOR_ROUTE,
+    fleet_settings,
+    telegraf_layer,
+)
 
 LAYER = """agentKind = "vector"
 owner = "platform"
@@ -58,31 +55,6 @@ type = "remap"
 inputs = ["app"]
 source = ". = parse_json!(.message"
 """
-ROUTE = """agentKind = "vector"
-owner = "platform"
-
-[config.sinks.out]
-type = "console"
-inputs = ["app"]
-encoding = { codec = "json" }
-"""
-TELEGRAF_LAYER = """agentKind = "telegraf"
-owner = "platform"
-routes = ["influx"]
-
-[config.inputs.cpu.default]
-percpu = false
-"""
-TELEGRAF_ROUTE = """agentKind = "telegraf"
-owner = "platform"
-
-[config.outputs.influxdb_v2.main]
-urls = ["https://influx.example.com"]
-"""
-SETTINGS = (
-    'owner = "platform"\n\n[telegraf.heartbeat]\ninterval = "1s"\n\n'
-    '[vector.heartbeat]\ninterval = "1s"\n\n[rollout]\ndefaultPolicy = "staged"\n'
-)
 POLICY = """owner = "platform"
 agentKinds = ["vector"]
 
@@ -105,25 +77,12 @@ NUL, HUGE_INT = "\x00", 2**70
 def tree(name: str = "app", globals_: str = "", extra: str = "") -> dict[str, str]:
     return {
         "layers/base.toml": LAYER.format(name=name, globals=globals_) + extra,
-        "routes/out.toml": ROUTE,
-        "layers/telegraf.toml": TELEGRAF_LAYER,
+        "routes/out.toml": VECTOR_ROUTE,
+        "layers/telegraf.toml": telegraf_layer(),
         "routes/influx.toml": TELEGRAF_ROUTE,
-        "settings.toml": SETTINGS,
+        "settings.toml": fleet_settings("telegraf", "vector", default_policy="staged"),
         "policies/rollout/staged.toml": POLICY,
     }
-
-
-@pytest.fixture(scope="module")
-def served_database(database_factory: DatabaseFactory, strataplane_template: str) -> Iterator[str]:
-    url = database_factory.create(strataplane_template, stem="spv")
-    yield url
-    database_factory.drop(url)
-
-
-@pytest.fixture(scope="module")
-def served(served_database: str) -> Iterator[str]:
-    with served_strataplane(served_database) as url:
-        yield url
 
 
 @dataclass
@@ -142,14 +101,7 @@ class Fleet:
         return self.seed.services
 
     async def enroll(self, name: str, group: str = "fleet", kind: str = "vector") -> dict[str, Any]:
-        body = json.dumps({"instance_id": name, "hostname": f"{name}.example.com"}).encode()
-        headers = {"Authorization": f"Bearer {self.tokens[group]}"}
-        reply = await self.pool.request(
-            "POST", f"/api/v1/enroll/{kind}", {**headers, "Content-Type": "application/json"}, body
-        )
-        assert reply.status == 201, reply.body
-        enrolled: dict[str, Any] = json.loads(reply.body)
-        return enrolled
+        return await enroll(self.pool, self.tokens[group], name, kind)
 
     def vector(self, enrolled: dict[str, Any]) -> SimulatedVector:
         sim = SimulatedVector(
@@ -164,10 +116,7 @@ class Fleet:
         return sim
 
     async def agent(self, agent_id: str) -> fleet_agents.Agent:
-        async with tenant_transaction(self.services.pool, SCOPE, self.tenant_id) as conn:
-            found = await fleet_agents.get_agent(conn, self.tenant_id, UUID(agent_id))
-        assert found is not None
-        return found
+        return await get_agent(self.services, self.tenant_id, agent_id)
 
     async def until(
         self, check: Callable[[], Awaitable[bool]], what: str, within: float = 60
@@ -178,38 +127,14 @@ class Fleet:
             await asyncio.sleep(0.2)
 
     async def merge(self, files: dict[str, str]) -> int:
-        ctx = self.author
-        cs = await change_sets.create_change_set(ctx, "change")
-        for path, content in files.items():
-            edit = await spec.write_file(ctx, cs.id, path, content.encode(), seen=cs.digest)
-            cs = edit.change_set
-        op, _ = await validation.request_validation(ctx, cs.id)
-        await validation.run_validation(
-            self.services.pool, validation.params_for(op, ctx.principal)
-        )
-        cs = await change_sets.access_change_set(ctx, cs.id)
-        assert cs.validated, cs.validation
-        cs = await reviews.submit_change_set(ctx, cs.id, seen=cs.digest)
-        cs, _ = await reviews.review_change_set(self.approver, cs.id, "approve", seen=cs.digest)
-        _, revision = await history.merge_change_set(ctx, cs.id, seen=cs.digest)
-        return revision.id
-
-
-_SEEDS = itertools.count()
+        return await merge_files(self.author, self.approver, files)
 
 
 @pytest.fixture
-async def fleet(served: str, served_database: str) -> AsyncIterator[Fleet]:
-    pool = await open_pool(db.app_url(served_database), min_size=1, max_size=4)
-    settings = Settings(database_url=SecretStr(served_database))
-    seed = Seed(
-        Services(pool, settings, password_policy=FAST_TEST_POLICY), names_from=next(_SEEDS) * 1000
-    )
-    tenant, admin = await seed.tenant()
-    admin_ctx = seed.ctx(admin, tenant.id)
-    await teams.create_team(admin_ctx, "platform", "Platform")
-    author = seed.ctx(await seed.member(admin_ctx, "author"), tenant.id)
-    approver = seed.ctx(await seed.member(admin_ctx, "approver"), tenant.id)
+async def fleet(served: str, served_seed: Seed) -> AsyncIterator[Fleet]:
+    seed = served_seed
+    tenant, _, admin_ctx = await platform_tenant(seed)
+    author, approver = await reviewers(seed, admin_ctx, tenant.id)
     tokens = {}
     for group, kind, labels in (
         ("canary", "vector", {"canary": "true"}),
@@ -223,11 +148,8 @@ async def fleet(served: str, served_database: str) -> AsyncIterator[Fleet]:
     http = HttpPool(served, size=20)
     f = Fleet(seed, tenant.id, author, approver, admin_ctx, http, tokens)
     yield f
-    for task in f.tasks:
-        task.cancel()
-    await asyncio.gather(*f.tasks, return_exceptions=True)
+    await stop(f.tasks)
     await http.close()
-    await pool.close()
 
 
 async def test_enroll_poll_heartbeat_in_sync_then_a_change_is_picked_up(fleet: Fleet) -> None:

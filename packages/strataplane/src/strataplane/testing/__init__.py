@@ -8,7 +8,9 @@
 - ``sp_seed``: creates admins, tenants, users and tokens through the actions.
 
 ``served_strataplane`` runs the real server (granian) in its own process for the end-to-end
-tests whose agents reach it over HTTP.
+tests whose agents reach it over HTTP; ``strataplane.testing.served`` has the fixtures that
+serve one per test module and the helpers those tests share, ``strataplane.testing.spec_files``
+the spec files they publish.
 
 Heavy imports happen inside the fixtures, so loading the plugin costs the other packages'
 test runs nothing.
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from strataplane.actions.context import Ctx, Principal, Services
     from strataplane.store.tenants import Tenant
     from strataplane.store.users import User
+
+pytest_plugins = ["strataplane.testing.served"]
 
 PASSWORD = "correct horse battery staple"  # noqa: S105 - the test users' password
 BASE_URL = "http://testserver"
