@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import subprocess
 from pathlib import Path
 
-import psycopg
 import pytest
 from agentbus.e2e import BIN, World, until
-from agentbus.e2e_harnesses import StandInAnthropic, harness_cli
+from agentbus.e2e_harnesses import StandInAnthropic, harness_cli, report_wake
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = "claude-sonnet-4-5-20250929"
@@ -61,16 +59,8 @@ async def test_a_message_wakes_an_idle_claude_code_session(pair: World, tmp_path
                 return len(model.arrivals) >= 2
 
             await until(woken, 60, "the woken session's next model request")
-            with psycopg.connect(pair.stack.database_url) as conn:
-                row = conn.execute(
-                    "SELECT extract(epoch FROM accepted_at) FROM messages WHERE id = %s::uuid",
-                    (msg_id.removeprefix("msg_"),),
-                ).fetchone()
-            assert row is not None
-            wake_ms = (model.arrivals[1] - float(row[0])) * 1000
             workload = "send accepted -> woken claude -p model request"
-            figure = {"figure": "wake_ms", "value": round(wake_ms), "unit": "ms"}
-            print(json.dumps({**figure, "workload": workload}))
+            wake_ms = report_wake(pair.stack.database_url, msg_id, model.arrivals[1], workload)
             assert "wake up, alice: PR 7 is ready" in model.prompts[1]
             assert msg_id in model.prompts[1]
             assert wake_ms < 30_000

@@ -14,10 +14,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-import psycopg
 import pytest
 from agentbus.e2e import BIN, World, until
-from agentbus.e2e_harnesses import StandInGemini, harness_cli
+from agentbus.e2e_harnesses import StandInGemini, harness_cli, report_wake
 
 pytestmark = pytest.mark.timeout(300)
 MODEL = "gemini-2.5-flash"
@@ -69,16 +68,8 @@ async def test_a_message_wakes_an_idle_gemini_session(pair: World, tmp_path: Pat
                 return len(model.arrivals) >= 2
 
             await until(woken, 60, "the woken session's next model request")
-            with psycopg.connect(pair.stack.database_url) as conn:
-                row = conn.execute(
-                    "SELECT extract(epoch FROM accepted_at) FROM messages WHERE id = %s::uuid",
-                    (msg_id.removeprefix("msg_"),),
-                ).fetchone()
-            assert row is not None
-            wake_ms = (model.arrivals[1] - float(row[0])) * 1000
             workload = "send accepted -> woken gemini -p model request"
-            figure = {"figure": "wake_ms", "value": round(wake_ms), "unit": "ms"}
-            print(json.dumps({**figure, "workload": workload}))
+            report_wake(pair.stack.database_url, msg_id, model.arrivals[1], workload)
             assert "wake up, alice: PR 9 is ready" in model.prompts[1]
             records = [json.loads(bytes(r["body"])) for r in alice.query(
                 "SELECT body FROM usage_local")]  # fmt: skip

@@ -16,10 +16,9 @@ import subprocess
 from pathlib import Path
 
 import httpx
-import psycopg
 import pytest
 from agentbus.e2e import BIN, World, until
-from agentbus.e2e_harnesses import StandInAnthropic, harness_cli
+from agentbus.e2e_harnesses import StandInAnthropic, harness_cli, report_wake
 from platformkit.testing.services import free_port
 
 pytestmark = [pytest.mark.timeout(480), pytest.mark.long_module]  # long: run first
@@ -82,16 +81,8 @@ async def test_a_message_wakes_an_idle_opencode_session(pair: World, tmp_path: P
                     return [i for i, p in enumerate(model.prompts) if TEXT in p]
 
                 [at, *_] = await until(woken, 60, "the woken session's next model request")
-            with psycopg.connect(pair.stack.database_url) as conn:
-                row = conn.execute(
-                    "SELECT extract(epoch FROM accepted_at) FROM messages WHERE id = %s::uuid",
-                    (msg_id.removeprefix("msg_"),),
-                ).fetchone()
-            assert row is not None
-            wake_ms = (model.arrivals[at] - float(row[0])) * 1000
             workload = "send accepted -> woken opencode serve model request"
-            figure = {"figure": "wake_ms", "value": round(wake_ms), "unit": "ms"}
-            print(json.dumps({**figure, "workload": workload}))
+            report_wake(pair.stack.database_url, msg_id, model.arrivals[at], workload)
             records = [json.loads(bytes(r["body"])) for r in alice.query(
                 "SELECT body FROM usage_local")]  # fmt: skip
             first = records[0]

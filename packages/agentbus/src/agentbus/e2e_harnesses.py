@@ -13,9 +13,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
-__all__ = ["HARNESS_DIR", "StandInAnthropic", "StandInGemini", "harness_cli", "inspector_cli"]
+__all__ = [
+    "HARNESS_DIR",
+    "StandInAnthropic",
+    "StandInGemini",
+    "harness_cli",
+    "inspector_cli",
+    "report_wake",
+]
 
 HARNESS_DIR = Path(__file__).resolve().parents[4] / "tools" / "harnesses"
 INSTALL_HINT = "run `npm ci` in tools/harnesses"
@@ -39,6 +47,22 @@ def inspector_cli() -> Path:
     """The MCP inspector's command-line client (its entry script, run with node)."""
     entry = HARNESS_DIR / "node_modules" / "@modelcontextprotocol" / "inspector-cli" / "build"
     return _required(entry / "index.js", "@modelcontextprotocol/inspector-cli")
+
+
+def report_wake(database_url: str, msg_id: str, woken_at: float, workload: str) -> float:
+    """The time in ms from the gateway's acceptance of message ``msg_id`` to ``woken_at`` (the
+    arrival of the woken session's model request at a stand-in), printed as the ``wake_ms``
+    figure of ``workload``."""
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT extract(epoch FROM accepted_at) FROM messages WHERE id = %s::uuid",
+            (msg_id.removeprefix("msg_"),),
+        ).fetchone()
+    assert row is not None
+    wake_ms = (woken_at - float(row[0])) * 1000
+    figure = {"figure": "wake_ms", "value": round(wake_ms), "unit": "ms"}
+    print(json.dumps({**figure, "workload": workload}))
+    return wake_ms
 
 
 class StandInAnthropic:
