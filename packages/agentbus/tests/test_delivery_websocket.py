@@ -11,14 +11,11 @@ from typing import Any
 import httpx
 import pytest
 from agentbus.delivery import settle
-from agentbus.gateway.context import Gateway
 from agentbus.gateway.testkit import (
     Closed,
     SimAgent,
     Socket,
     World,
-    enroll,
-    make_world,
     post_envelope,
 )
 from agentbus.ids import new_id
@@ -28,22 +25,12 @@ from psycopg_pool import PoolTimeout
 Json = dict[str, Any]
 
 
-@pytest.fixture
-async def pair(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
-) -> tuple[World, SimAgent, SimAgent]:
-    world = await make_world(gateway, "acme")
-    return (
-        world,
-        await enroll(gateway_client, world, "alice"),
-        await enroll(gateway_client, world, "bob"),
-    )
-
-
 async def test_credit_delivery_ack_and_read_over_the_socket(
-    gateway_app: FastAPI, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     ws, sender = Socket(gateway_app, bob.credential), Socket(gateway_app, alice.credential)
     await ws.connect()
     await sender.connect()
@@ -95,12 +82,12 @@ async def test_credit_delivery_ack_and_read_over_the_socket(
 async def test_a_pull_comes_in_one_frame_under_v2_and_one_frame_each_under_v1(
     gateway_app: FastAPI,
     gateway_client: httpx.AsyncClient,
-    pair: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     offered: tuple[str, ...],
     chosen: str,
     frames: list[tuple[str, int]],
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     envs = [alice.envelope(bob.address, {"text": f"waiting {n}"}) for n in range(3)]
     for env in envs:
         await post_envelope(gateway_client, alice, env)
@@ -124,9 +111,11 @@ async def test_a_pull_comes_in_one_frame_under_v2_and_one_frame_each_under_v1(
 
 
 async def test_a_newer_connection_replaces_the_older(
-    gateway_app: FastAPI, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    _world, _alice, bob = pair
+    _world, _alice, bob = acme_agents
     poll = asyncio.create_task(
         gateway_client.get("/v1/inbox", params={"wait_s": 20}, headers=bob.headers())
     )
@@ -147,7 +136,7 @@ async def test_a_newer_connection_replaces_the_older(
 
 
 async def test_a_bad_credential_closes_4401(
-    gateway_app: FastAPI, pair: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
     ws = Socket(gateway_app, "not-a-credential")
     await ws.connect()
@@ -159,12 +148,12 @@ async def test_a_bad_credential_closes_4401(
 
 async def test_a_settle_frame_without_a_database_connection_is_answered_and_socket_kept(
     gateway_app: FastAPI,
-    pair: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A settle that gets no pooled connection in time (a busy gateway) is answered AB-9002, as
     its HTTP route would be; the socket, and the next frame, carry on."""
-    _world, _alice, bob = pair
+    _world, _alice, bob = acme_agents
 
     async def no_connection(*_args: Any) -> Json:
         raise PoolTimeout("no connection in time")

@@ -29,7 +29,6 @@ from agentbus.gateway.testkit import (
     Socket,
     World,
     enroll,
-    make_world,
     owner_token,
     poll_inbox,
 )
@@ -43,23 +42,11 @@ Json = dict[str, Any]
 
 
 @pytest.fixture
-async def acme(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
-) -> tuple[World, SimAgent, SimAgent]:
-    world = await make_world(gateway, "acme")
-    return (
-        world,
-        await enroll(gateway_client, world, "alice"),
-        await enroll(gateway_client, world, "bob"),
-    )
-
-
-@pytest.fixture
 async def alice_socket(
-    gateway_app: FastAPI, acme: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> AsyncIterator[Socket]:
     """Alice's delivery WebSocket, past its ``hello``."""
-    ws = Socket(gateway_app, acme[1].credential)
+    ws = Socket(gateway_app, acme_agents[1].credential)
     await ws.connect()
     try:
         assert (await ws.receive())["type"] == "hello"
@@ -91,9 +78,9 @@ async def in_stream(gw: Gateway, world: World) -> int:
 
 
 async def test_the_hello_lists_send_among_the_frames_it_takes(
-    gateway_app: FastAPI, acme: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
-    ws = Socket(gateway_app, acme[1].credential)
+    ws = Socket(gateway_app, acme_agents[1].credential)
     await ws.connect()
     try:
         hello = await ws.receive()
@@ -108,11 +95,11 @@ async def test_the_hello_lists_send_among_the_frames_it_takes(
 async def test_a_send_frame_is_answered_per_envelope_as_the_batch_route(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     alice_socket: Socket,
     agentbus_db: str,
 ) -> None:
-    world, alice, bob = acme
+    world, alice, bob = acme_agents
     carol = await enroll(gateway_client, world, "carol")
     lane = format_id("cnv", uuid7())
     to_bob = [
@@ -153,11 +140,11 @@ async def test_a_send_frame_is_answered_per_envelope_as_the_batch_route(
 async def test_a_send_frame_replays_what_either_channel_accepted(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     alice_socket: Socket,
     agentbus_db: str,
 ) -> None:
-    world, alice, bob = acme
+    world, alice, bob = acme_agents
     envs = [alice.sign(alice.envelope(bob.address, {"text": f"once {n}"})) for n in range(3)]
     over_http = await gateway_client.post(
         "/v1/messages/batch",
@@ -183,11 +170,11 @@ async def test_a_send_frame_replays_what_either_channel_accepted(
 async def test_a_send_frame_takes_from_the_send_bucket_not_the_request_bucket(
     gateway: Gateway,
     gateway_app: FastAPI,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world, alice, bob = acme
+    world, alice, bob = acme_agents
     async with await psycopg.AsyncConnection.connect(agentbus_db) as conn:
         await conn.execute(
             "UPDATE subscriptions SET overrides = %s WHERE tenant_id = %s",
@@ -217,9 +204,9 @@ async def test_without_the_send_scope_a_send_frame_is_refused_and_the_socket_sta
     gateway: Gateway,
     gateway_app: FastAPI,
     gateway_client: httpx.AsyncClient,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    world, alice, bob = acme
+    world, alice, bob = acme_agents
     receive_only = await owner_token(gateway, world, ["receive"])
     issued = await gateway_client.post(
         f"/v1/agents/{bob.agent_id}/credentials",
@@ -260,10 +247,10 @@ async def test_without_the_send_scope_a_send_frame_is_refused_and_the_socket_sta
 
 async def test_bad_and_oversize_send_frames_are_refused_and_the_socket_carries_on(
     gateway: Gateway,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     alice_socket: Socket,
 ) -> None:
-    _world, alice, bob = acme
+    _world, alice, bob = acme_agents
     ws = alice_socket
     env = alice.sign(alice.envelope(bob.address, {"text": "fine"}))
     envelope_text = json.dumps(env)
@@ -335,13 +322,13 @@ async def test_bad_and_oversize_send_frames_are_refused_and_the_socket_carries_o
 
 
 async def test_a_send_frame_runs_beside_the_other_frames(
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     alice_socket: Socket,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """While a send frame waits on its transaction, the socket answers pings and settle
     frames; the send's answer comes after them, matched by ``for``."""
-    _world, alice, bob = acme
+    _world, alice, bob = acme_agents
     ws, release = alice_socket, asyncio.Event()
     answer_batch = send_frames.answer_batch
 
@@ -368,7 +355,7 @@ async def test_a_send_frame_runs_beside_the_other_frames(
 )
 async def test_a_failing_dependency_fails_the_whole_frame(
     gateway: Gateway,
-    acme: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     alice_socket: Socket,
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
@@ -376,7 +363,7 @@ async def test_a_failing_dependency_fails_the_whole_frame(
     code: str,
     status: int,
 ) -> None:
-    _world, alice, bob = acme
+    _world, alice, bob = acme_agents
 
     async def store_down(_objects: Any) -> None:
         raise ObjectStoreUnavailable("storing failed")

@@ -9,16 +9,12 @@ import json
 from typing import Any
 
 import httpx
-import pytest
 from agentbus.delivery.ws import FRAME_MAX
-from agentbus.gateway.context import Gateway
 from agentbus.gateway.domain.envelope import SEND_BODY_MAX
 from agentbus.gateway.testkit import (
     SimAgent,
     Socket,
     World,
-    enroll,
-    make_world,
     poll_inbox,
     post_envelope,
 )
@@ -28,18 +24,6 @@ from wirekit import canonical_json
 Json = dict[str, Any]
 DEEP = b"[" * 100_000 + b"]" * 100_000
 NUL, SURROGATE, HUGE = "\u0000", "\\ud800", 2**70
-
-
-@pytest.fixture
-async def pair(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
-) -> tuple[World, SimAgent, SimAgent]:
-    world = await make_world(gateway, "acme")
-    return (
-        world,
-        await enroll(gateway_client, world, "alice"),
-        await enroll(gateway_client, world, "bob"),
-    )
 
 
 def signed_text(sender: SimAgent, env: Json) -> str:
@@ -64,9 +48,9 @@ def hostile_envelopes(alice: SimAgent, to: str) -> dict[str, str]:
 
 
 async def test_hostile_sends_are_refused_and_the_next_send_lands(
-    gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_client: httpx.AsyncClient, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     headers = {**alice.headers(), "Content-Type": "application/cloudevents+json"}
     bodies = {
         **{k: v.encode() for k, v in hostile_envelopes(alice, bob.address).items()},
@@ -84,9 +68,9 @@ async def test_hostile_sends_are_refused_and_the_next_send_lands(
 
 
 async def test_a_batch_refuses_its_bad_items_alone(
-    gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_client: httpx.AsyncClient, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     bad = hostile_envelopes(alice, bob.address)
     # Each good envelope its own conversation, so no refusal holds a good one's lane.
     good = [
@@ -110,9 +94,9 @@ async def test_a_batch_refuses_its_bad_items_alone(
 
 
 async def test_hostile_settlements_and_heartbeats_are_refused_and_the_next_ones_work(
-    gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_client: httpx.AsyncClient, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     sent = await post_envelope(gateway_client, alice, alice.envelope(bob.address, {"text": "ok"}))
     delivery = (await poll_inbox(gateway_client, bob, wait_s=5))["deliveries"][0]
     json_headers = {**bob.headers(), "Content-Type": "application/json"}
@@ -141,9 +125,11 @@ async def test_hostile_settlements_and_heartbeats_are_refused_and_the_next_ones_
 
 
 async def test_hostile_frames_are_answered_and_the_socket_carries_on(
-    gateway_app: FastAPI, gateway_client: httpx.AsyncClient, pair: tuple[World, SimAgent, SimAgent]
+    gateway_app: FastAPI,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    _world, alice, bob = pair
+    _world, alice, bob = acme_agents
     ws = Socket(gateway_app, bob.credential)
     await ws.connect()
     try:

@@ -1,5 +1,6 @@
 """Pytest fixtures for the gateway: the app on a fresh database (``agentbus_db``) and the
-session's NATS (``nats_url``), its ``Gateway``, and an HTTP client bound to it in-process; an S3
+session's NATS (``nats_url``), its ``Gateway``, and an HTTP client bound to it in-process, and
+``acme_agents``: tenant ``acme`` with alice and bob registered through the API; an S3
 endpoint of the session (moto's S3 server, a development dependency, in a process of its own)
 and a fresh bucket on it (``s3_url``); and ``TcpGate``, a forwarder a test cuts and restores to
 take a server away from the gateway without losing its data.
@@ -25,6 +26,7 @@ from platformkit.testing.services import free_port
 from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
+from agentbus.gateway.testkit import SimAgent, World, alice_and_bob
 
 __all__ = ["S3Server", "TcpGate", "aim"]
 
@@ -69,6 +71,14 @@ async def gateway_client(gateway_app: FastAPI) -> AsyncIterator[httpx.AsyncClien
     transport = httpx.ASGITransport(app=gateway_app)
     async with httpx.AsyncClient(transport=transport, base_url="http://gateway.test") as client:
         yield client
+
+
+@pytest.fixture
+async def acme_agents(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> tuple[World, SimAgent, SimAgent]:
+    """Tenant ``acme`` with alice and bob (``testkit.alice_and_bob``)."""
+    return await alice_and_bob(gateway, gateway_client)
 
 
 @pytest.fixture
