@@ -93,6 +93,40 @@ async def test_a_batch_refuses_its_bad_items_alone(
     assert {d["msg_id"] for d in inbox["deliveries"]} == landed
 
 
+async def test_a_send_frame_refuses_its_bad_items_alone_and_the_socket_carries_on(
+    gateway_app: FastAPI,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
+) -> None:
+    """On the delivery WebSocket as over HTTP: a frame nested 100,000 deep or of 30 MiB is
+    refused whole (AB-8001) and nothing of it stored; NUL, a lone surrogate, 2**70 and a bad
+    signature in a ``send`` frame fail their envelope alone."""
+    _world, alice, bob = acme_agents
+    good = signed_text(alice, alice.envelope(bob.address, {"text": "good on the socket"}))
+    ws = Socket(gateway_app, alice.credential)
+    await ws.connect()
+    try:
+        assert (await ws.receive())["type"] == "hello"
+        deep = '{"type": "send", "id": "deep", "envelopes": ' + DEEP.decode() + "}"
+        huge = '{"type": "send", "id": "huge", "envelopes": ["' + "x" * (30 << 20) + '"]}'
+        for text in (deep, huge):
+            await ws.send_text(text)
+            assert (await ws.receive())["problem"]["code"] == "AB-8001"
+        items = [*hostile_envelopes(alice, bob.address).values(), good]
+        await ws.send_text(
+            '{"type": "send", "id": "mixed", "envelopes": [' + ", ".join(items) + "]}"
+        )
+        results = (await ws.result_for("mixed"))["results"]
+        assert results[-1]["status"] == 202
+        for result in results[:-1]:
+            assert 400 <= result["status"] < 500, result
+            assert result["problem"]["code"].startswith("AB-"), result
+    finally:
+        await ws.close()
+    inbox = await poll_inbox(gateway_client, bob, wait_s=5)
+    assert [d["msg_id"] for d in inbox["deliveries"]] == [json.loads(good)["id"]]
+
+
 async def test_hostile_settlements_and_heartbeats_are_refused_and_the_next_ones_work(
     gateway_client: httpx.AsyncClient, acme_agents: tuple[World, SimAgent, SimAgent]
 ) -> None:
