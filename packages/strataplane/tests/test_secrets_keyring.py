@@ -5,6 +5,7 @@ sealed values no longer opens (crypto-shredding)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 from collections.abc import Iterator
@@ -14,7 +15,13 @@ from uuid import UUID
 import psycopg
 import pytest
 from platformkit.crypto import DataKeyUnavailableError, Envelope, Keyring, generate_keyring
-from platformkit.db.scope import platform_transaction, tenant_transaction
+from platformkit.db.pool import open_pool
+from platformkit.db.scope import Pool, platform_transaction, tenant_transaction
+from platformkit.passwords import FAST_TEST_POLICY
+from platformkit.testing.databases import DatabaseFactory
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+from strataplane import db
 from strataplane.actions import jobs, keyring_ops, secret_box, secrets, tenants
 from strataplane.actions.context import Services
 from strataplane.actions.secret_errors import KeyringMismatch
@@ -139,3 +146,56 @@ def test_a_running_process_sees_a_key_another_process_added(keyring_file: Path) 
     Keyring.load(keyring_file).add_key()  # what rotate-keyring does from the command line
     assert secret_box.load_keyring(settings).ids == [1, 2]
     assert secret_box.load_keyring(settings).active_id == 2
+
+
+async def test_a_pool_at_a_collected_pools_address_still_records_the_keyring(
+    database_factory: DatabaseFactory, strataplane_template: str
+) -> None:
+    """Databases come and go within one process (one per test); a new pool may be allocated at
+    the address of one already collected, and must record the keyring in its own database all
+    the same, or its first sealed value breaks tenant_key's foreign key."""
+    urls = [database_factory.create(strataplane_template, stem="sp") for _ in range(2)]
+    try:
+        first = await open_pool(db.app_url(urls[0]), min_size=1, max_size=1)
+        await secrets.keyring(Services(first, Settings()))
+        address = id(first)
+        await first.close()
+        del first
+        gc.collect()
+        second = await _pool_at(address, db.app_url(urls[1]))
+        try:
+            seed = Seed(Services(second, Settings(), password_policy=FAST_TEST_POLICY))
+            tenant, admin = await seed.tenant()
+            await publish(second, tenant.id, TREE)
+            await secrets.set_secret(seed.ctx(admin, tenant.id), "API_KEY", "value-one")
+            async with platform_transaction(second, SCOPE) as conn:
+                cur = await conn.execute("SELECT count(*) AS n FROM secret_key")
+                assert (await cur.fetchone())["n"] >= 1
+        finally:
+            await second.close()
+    finally:
+        for url in urls:
+            database_factory.drop(url)
+
+
+async def _pool_at(address: int, url: str) -> Pool:
+    """An open pool on ``url`` built in the memory at ``address`` when the allocator hands it
+    back (within a few thousand objects it does), else anywhere."""
+    shells: list[Pool] = []
+    pool = None
+    for _ in range(20_000):
+        shell = object.__new__(AsyncConnectionPool)
+        if id(shell) == address:
+            pool = shell
+            break
+        shells.append(shell)
+    pool = pool if pool is not None else object.__new__(AsyncConnectionPool)
+    pool.__init__(  # type: ignore[misc]
+        url,
+        min_size=1,
+        max_size=1,
+        open=False,
+        kwargs={"autocommit": True, "row_factory": dict_row},
+    )
+    await pool.open(wait=True)
+    return pool

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 from uuid import UUID
 
 from platformkit.crypto import Keyring
-from platformkit.db.scope import Conn
+from platformkit.db.scope import Conn, Pool
 from platformkit.ids import uuid7
 
 from strataplane import authz
@@ -82,8 +83,8 @@ def check_comment(comment: str | None) -> None:
 async def keyring(services: Services) -> Keyring:
     """The keyring, its fingerprints checked against secret_key once per process and pool."""
     ring = secret_box.load_keyring(services.settings)
-    marker = (id(services.pool), ring.active_id)
-    if marker not in _synced:
+    synced = _synced.setdefault(services.pool, set())
+    if ring.active_id not in synced:
         unexported = await secret_box.sync_keyring(services.pool, ring)
         if unexported:
             log.warning(
@@ -91,11 +92,13 @@ async def keyring(services: Services) -> Keyring:
                 "strataplane secrets export-key --output FILE",
                 unexported,
             )
-        _synced.add(marker)
+        synced.add(ring.active_id)
     return ring
 
 
-_synced: set[tuple[int, int]] = set()
+# Keyed by the pool object itself: an id() would be reused by a later pool (another
+# database), which would then skip recording the keyring there.
+_synced: weakref.WeakKeyDictionary[Pool, set[int]] = weakref.WeakKeyDictionary()
 
 
 async def policies_at_latest(conn: Conn, tenant_id: UUID) -> dict[str, SecretPolicy]:
