@@ -46,6 +46,12 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def _as_from_a_terminal() -> None:
+    """Ctrl-C as a terminal delivers it, also when this run was started in the background by a
+    shell without job control, which passes SIGINT on ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("stop", ["ctrl-c", "sigterm", "sigkill"])
 def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path, stop: str) -> None:
     systems = sorted(ep.name for ep in entry_points(group="platformkit.services"))
@@ -65,6 +71,7 @@ def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path, stop: st
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        preexec_fn=_as_from_a_terminal,
     )
     try:
         deadline = time.monotonic() + 120
@@ -101,6 +108,7 @@ def test_stack_up_serves_every_system_and_stops_cleanly(tmp_path: Path, stop: st
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
         log.close()
         subprocess.run(
             [sys.executable, "-m", "platformkit.stack", "down"],

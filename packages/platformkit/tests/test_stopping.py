@@ -26,8 +26,10 @@ except KeyboardInterrupt:
 
 def _start(marker: Path, ignore_hangup: bool = False) -> subprocess.Popen[str]:
     def dispose() -> None:
-        # Set either way: a runner started under nohup passes SIGHUP on ignored.
+        # Set either way: a runner started under nohup passes SIGHUP on ignored, and one started
+        # in the background by a shell without job control (`cmd &`) passes SIGINT on ignored.
         signal.signal(signal.SIGHUP, signal.SIG_IGN if ignore_hangup else signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(marker)],
