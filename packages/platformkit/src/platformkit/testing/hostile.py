@@ -3,7 +3,8 @@ check it is refused with a 4xx (never a 5xx) and stores nothing.
 
 Each case is ``(label, body, must)``: ``must`` says whether the route has to refuse it; a case
 that may be valid for its field (empty or over-long text, a mistyped value, a large number in
-a form) only has to be answered without a 5xx. The suites add the cases of their own routes.
+a form) only has to be answered without a 5xx (``assert_answered``). The suites add the cases of
+their own routes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import httpx
 
-__all__ = ["DEEP", "HUGE", "Case", "form_cases", "json_cases"]
+__all__ = ["DEEP", "HUGE", "Case", "assert_answered", "form_cases", "json_cases"]
 
 DEEP = 100_000  # nesting depth of the deep JSON cases
 HUGE = 30 << 20  # bytes: a body well over every route's limit
@@ -80,3 +81,10 @@ def form_cases(fields: dict[str, str]) -> list[Case]:
             (f"-2**70 in {name}", put(str(-(2**70))), False),
         ]
     return cases
+
+
+def assert_answered(label: str, answer: httpx.Response, must: bool) -> None:
+    """The answer to the case ``label`` is no 5xx, and a 4xx if the case ``must`` be refused."""
+    assert answer.status_code < 500, (label, answer.status_code, answer.text[:300])
+    if must:
+        assert 400 <= answer.status_code < 500, (label, answer.status_code, answer.text[:300])
