@@ -16,8 +16,6 @@ from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
-    enroll,
-    make_world,
     send_message,
     settle_inbox,
 )
@@ -50,22 +48,12 @@ async def states(gw: Gateway, world: World, ids: list[str]) -> dict[str, Json]:
         return {format_id("msg", r["id"]): r for r in await cur.fetchall()}
 
 
-@pytest.fixture
-async def world(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
-) -> tuple[World, SimAgent, SimAgent]:
-    acme = await make_world(gateway, "acme")
-    return (
-        acme,
-        await enroll(gateway_client, acme, "alice"),
-        await enroll(gateway_client, acme, "bob"),
-    )
-
-
 async def test_a_read_batch_answers_each_item_in_order(
-    gateway: Gateway, gateway_client: httpx.AsyncClient, world: tuple[World, SimAgent, SimAgent]
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    acme, alice, bob = world
+    acme, alice, bob = acme_agents
     client = gateway_client
     ids = [await send(client, alice, bob, n) for n in range(4)]
     handed = {d["msg_id"]: d for d in (await poll(client, bob, max=10))["deliveries"]}
@@ -101,9 +89,11 @@ async def test_a_read_batch_answers_each_item_in_order(
 
 
 async def test_an_ack_batch_with_a_repeated_id_sees_its_own_change(
-    gateway: Gateway, gateway_client: httpx.AsyncClient, world: tuple[World, SimAgent, SimAgent]
+    gateway: Gateway,
+    gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
 ) -> None:
-    acme, alice, bob = world
+    acme, alice, bob = acme_agents
     client = gateway_client
     ids = [await send(client, alice, bob, n) for n in range(2)]
     tokens = {d["msg_id"]: d["ack_token"] for d in (await poll(client, bob, max=10))["deliveries"]}
@@ -121,10 +111,10 @@ async def test_an_ack_batch_with_a_repeated_id_sees_its_own_change(
 async def test_pending_estimate_comes_from_the_pulled_copies(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
-    world: tuple[World, SimAgent, SimAgent],
+    acme_agents: tuple[World, SimAgent, SimAgent],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _acme, alice, bob = world
+    _acme, alice, bob = acme_agents
     for n in range(3):
         await send(gateway_client, alice, bob, n)
     await poll(gateway_client, bob, max=1)  # creates the consumer; two are left
