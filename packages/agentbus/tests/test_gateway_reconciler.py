@@ -17,7 +17,7 @@ from agentbus.gateway.actions.reconciler import Reconciler
 from agentbus.gateway.app import create_app
 from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.context import Gateway
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
+from agentbus.gateway.testkit import SimAgent, World
 from asgi_lifespan import LifespanManager
 from nats.js.api import PubAck
 from platformkit.testing.services import free_port
@@ -58,12 +58,11 @@ async def send(
 async def test_reconciler_publishes_after_a_crash_before_publish(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    world, alice, bob = acme_agents
     lose_publishes(monkeypatch, gateway)
     env = alice.sign(alice.envelope(bob.address, {"text": "survives the crash"}))
     reply = await send(gateway_client, alice, env)
@@ -92,12 +91,11 @@ async def test_reconciler_publishes_after_a_crash_before_publish(
 async def test_republish_after_a_crash_before_the_sequence_write_is_deduplicated(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    world, alice, bob = acme_agents
     acks: list[PubAck] = []
     real = Broker.publish
 
@@ -123,12 +121,11 @@ async def test_republish_after_a_crash_before_the_sequence_write_is_deduplicated
 async def test_young_rows_are_left_to_their_sender(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    _world, alice, bob = acme_agents
     lose_publishes(monkeypatch, gateway)
     env = alice.sign(alice.envelope(bob.address, {"text": "just now"}))
     assert (await send(gateway_client, alice, env)).status_code == 202
@@ -141,13 +138,12 @@ async def test_sends_succeed_while_nats_is_away(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
     gateway_settings: GatewaySettings,
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
 ) -> None:
     """A second instance that cannot reach NATS still accepts (``seq: null``); the reconciler
     of a healthy instance publishes the row."""
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    _world, alice, bob = acme_agents
     away = gateway_settings.model_copy(update={"nats_url": f"nats://127.0.0.1:{free_port()}"})
     app = create_app(away)
     async with (
@@ -168,14 +164,13 @@ async def test_sends_succeed_while_nats_is_away(
 async def test_unpublished_rows_of_one_batch_are_republished_in_id_order(
     gateway: Gateway,
     gateway_client: httpx.AsyncClient,
+    acme_agents: tuple[World, SimAgent, SimAgent],
     agentbus_db: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A batch's rows share its ``accepted_at``; a sidecar's ids rise with its send order, so
     the reconciler keeps each lane's order by taking equal times in id order."""
-    world = await make_world(gateway, "acme")
-    alice = await enroll(gateway_client, world, "alice")
-    bob = await enroll(gateway_client, world, "bob")
+    _world, alice, bob = acme_agents
     lose_publishes(monkeypatch, gateway)
     envs = [alice.sign(alice.envelope(bob.address, {"text": f"m{n}"})) for n in range(12)]
     reply = await gateway_client.post(  # newest first: rows are stored against id order
