@@ -20,18 +20,11 @@ from platformkit.passwords import (
     verify_password_or_dummy,
 )
 from platformkit.signin import Backoff, SignInThrottle, account_key, source_key
-from prometheus_client import REGISTRY
+from platformkit.testing.signin import unknown_account_checks
 
 MIGRATIONS = Path(__file__).parent / "signin_migrations"
 TABLE = "signinkit.sign_in_throttle"
 RULE = Backoff()
-
-
-def unknown_account_checks() -> float:
-    value = REGISTRY.get_sample_value(
-        "platformkit_password_checks_total", {"result": "unknown_account"}
-    )
-    return value or 0.0
 
 
 @given(st.integers(min_value=0, max_value=10**9))

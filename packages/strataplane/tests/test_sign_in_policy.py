@@ -6,14 +6,12 @@ audited."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
-import httpx
 import psycopg
 import pytest
 from fastapi import FastAPI
 from platformkit.signin import Backoff, SignInThrottle
-from prometheus_client import REGISTRY
+from platformkit.testing.signin import comparable, unknown_account_checks
 from strataplane import cli
 from strataplane.actions.context import SIGN_IN_TABLE, Services
 from strataplane.testing import PASSWORD, Seed, client_for
@@ -21,19 +19,6 @@ from typer.testing import CliRunner
 
 LOGIN = "/api/v1/auth/login"
 WEAK = ["", "b", "1234567890", "password12", "qwerty123456", "Qwerty123456"]
-
-
-def unknown_account_checks() -> float:
-    value = REGISTRY.get_sample_value(
-        "platformkit_password_checks_total", {"result": "unknown_account"}
-    )
-    return value or 0.0
-
-
-def comparable(response: httpx.Response) -> tuple[int, str, dict[str, Any]]:
-    body = dict(response.json())
-    body.pop("request_id", None)
-    return response.status_code, response.headers["content-type"], body
 
 
 @pytest.fixture

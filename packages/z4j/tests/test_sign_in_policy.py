@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Any
 
 import httpx
 import psycopg
 import pytest
 from platformkit.signin import Backoff, SignInThrottle
-from prometheus_client import REGISTRY
+from platformkit.testing.signin import comparable, unknown_account_checks
 from typer.testing import CliRunner
 from z4j import cli
 from z4j.actions import users
@@ -24,19 +23,6 @@ from .conftest import PASSWORD, Seed
 
 LOGIN = "/api/v1/auth/login"
 WEAK = ["", "b", "1234567890", "password12", "qwerty123456", "QWERTY123456"]
-
-
-def unknown_account_checks() -> float:
-    value = REGISTRY.get_sample_value(
-        "platformkit_password_checks_total", {"result": "unknown_account"}
-    )
-    return value or 0.0
-
-
-def comparable(response: httpx.Response) -> tuple[int, str, dict[str, Any]]:
-    body = dict(response.json())
-    body.pop("request_id", None)
-    return response.status_code, response.headers["content-type"], body
 
 
 @pytest.fixture
