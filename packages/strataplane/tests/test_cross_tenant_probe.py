@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from fastapi import FastAPI
+from platformkit.testing.pki import issue
 from strataplane.actions import tokens
 from strataplane.simulate.seed import publish
 from strataplane.testing import PASSWORD, Seed, client_for
@@ -26,31 +27,6 @@ FILES = {
 # invitations, agents' endpoints (their credential names the agent), operational routes.
 # the catalog's plugin schemas are installation-wide facts about agents, no tenant's data
 SKIPPED = re.compile(r"^/api/v1/(platform|auth|me|catalog)/|^/agents/|^/(healthz|readyz|metrics)$")
-
-
-def _ca_pem() -> str:
-    import datetime as dt
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "probe CA")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
 def _ok(response: Any, status: int = 200) -> Any:
@@ -110,7 +86,10 @@ async def _victim(app: FastAPI, seed: Seed) -> tuple[dict[str, str], set[str]]:
             201,
         )
         anchor = _ok(
-            await http.post("/api/v1/trust-anchors", json={"name": "ca", "ca_pem": _ca_pem()}),
+            await http.post(
+                "/api/v1/trust-anchors",
+                json={"name": "ca", "ca_pem": issue("probe CA", ca=True).pem().decode()},
+            ),
             201,
         )
     async with client_for(app, enrollment["token"]) as http:

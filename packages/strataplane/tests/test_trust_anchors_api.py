@@ -3,34 +3,15 @@ tenant gets 404; hostile input is a 4xx problem."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from fastapi import FastAPI
+from platformkit.testing.pki import issue
 from strataplane.actions import tokens
 from strataplane.testing import Seed, client_for
 
 
 def _pem(ca: bool) -> str:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "CA")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(7)
-        .not_valid_before(now)
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM).decode()
+    return issue("CA", ca=ca).pem().decode()
 
 
 async def _tokens(app: FastAPI) -> tuple[str, str]:
