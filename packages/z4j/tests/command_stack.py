@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -32,6 +31,8 @@ from platformkit.testing.databases import DatabaseFactory
 from platformkit.testing.services import free_port, service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.testing import BrainProcess, wait_for, z4j_template
+
+from .workers import forget_redis_queue, stop_worker
 
 APP_DIR = Path(__file__).parent / "commands_app"
 BACKEND = "redis://127.0.0.1:6379/11"
@@ -165,16 +166,6 @@ def start_worker(
         )
 
 
-def stop_worker(worker: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    if worker.poll() is None:
-        os.killpg(worker.pid, sig)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(10)
-
-
 async def create_admin(server: BrainProcess) -> None:
     await server.create_admin(ADMIN_EMAIL, ADMIN_PASSWORD)
 
@@ -255,12 +246,7 @@ async def command_stack(
         app.close()
         stop_worker(worker)
         if broker_name == "redis":
-            client = redis.Redis.from_url(broker)
-            try:
-                for key in client.scan_iter(match=f"*{queue}*"):
-                    client.delete(key)
-            finally:
-                client.close()
+            forget_redis_queue(broker, queue)
 
 
 @pytest.fixture(scope="module")

@@ -29,14 +29,8 @@ from platformkit.testing.services import service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.testing import BrainProcess, wait_for
 
-from .test_e2e_celery import (
-    APP_DIR,
-    create_admin,
-    forget_redis_queue,
-    signed_in,
-    start_worker,
-    stop_worker,
-)
+from .test_e2e_celery import APP_DIR, create_admin, signed_in, start_worker, stop_worker
+from .workers import forget_redis_queue
 
 BROKER = "redis://127.0.0.1:6379/14"
 BEAT_APP_DIR = Path(__file__).parent / "beat_app"

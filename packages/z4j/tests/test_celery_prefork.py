@@ -30,12 +30,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import redis
 from celery import Celery
 from platformkit.testing.databases import DatabaseFactory
 from platformkit.testing.services import free_port, service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.testing import BrainProcess, wait_for, z4j_template
+
+from .workers import forget_redis_queue
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
@@ -83,12 +84,7 @@ async def brain_server(
 def queue() -> Iterator[str]:
     name = f"z4j-lost-{uuid.uuid4().hex[:10]}"
     yield name
-    client = redis.Redis.from_url(BROKER)
-    try:
-        for key in client.scan_iter(match=f"*{name}*"):
-            client.delete(key)
-    finally:
-        client.close()
+    forget_redis_queue(BROKER, name)
 
 
 def worker_env(server: BrainProcess, creds: dict[str, Any], queue: str) -> dict[str, str]:

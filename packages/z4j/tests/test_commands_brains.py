@@ -23,8 +23,8 @@ from .command_stack import (
     admin_brain,
     command_stack,
     signed_in,
-    stop_worker,
 )
+from .workers import stop_worker
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 

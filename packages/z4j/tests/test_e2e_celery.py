@@ -34,12 +34,13 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
-import redis
 from platformkit.testing.services import service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.testing import BrainProcess, wait_for
 from z4j_agent.buffer import EventBuffer
 from z4j_agent.celery import install, uninstall
+
+from .workers import forget_redis_queue
 
 pytestmark = pytest.mark.long_module  # minutes: run first (platformkit.testing.plugin)
 
@@ -170,16 +171,6 @@ def stop_worker(worker: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             worker.kill()
             worker.wait(10)
-
-
-def forget_redis_queue(broker: str, queue: str) -> None:
-    """Kombu keeps a binding key per queue name in Redis."""
-    client = redis.Redis.from_url(broker)
-    try:
-        for key in client.scan_iter(match=f"*{queue}*"):
-            client.delete(key)
-    finally:
-        client.close()
 
 
 @pytest.fixture

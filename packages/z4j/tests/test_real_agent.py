@@ -9,7 +9,6 @@ the agent enables Celery's events itself.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import uuid
@@ -21,11 +20,12 @@ from typing import Any
 
 import psycopg
 import pytest
-import redis
 from celery import Celery
 from platformkit.testing.services import service_missing, tcp_reachable
 from psycopg.rows import dict_row
 from z4j.testing import BrainProcess, wait_for
+
+from .workers import forget_redis_queue, stop_worker
 
 APP_DIR = Path(__file__).parent / "real_agent_app"
 BROKER = "redis://127.0.0.1:6379/13"
@@ -109,16 +109,6 @@ def start_real_worker(queue: str, env: dict[str, str], cwd: Path) -> subprocess.
         )
 
 
-def stop(worker: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    if worker.poll() is None:
-        os.killpg(worker.pid, sig)
-        try:
-            worker.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(10)
-
-
 @pytest.fixture
 async def real_stack(
     request: pytest.FixtureRequest, brain_server: BrainProcess, tmp_path: Path
@@ -169,13 +159,8 @@ async def real_stack(
             yield built
     finally:
         app.close()
-        stop(worker)
-        client = redis.Redis.from_url(BROKER)
-        try:
-            for key in client.scan_iter(match=f"*{queue}*"):
-                client.delete(key)
-        finally:
-            client.close()
+        stop_worker(worker)
+        forget_redis_queue(BROKER, queue)
 
 
 @pytest.mark.timeout(120)
