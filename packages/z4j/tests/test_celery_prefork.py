@@ -100,6 +100,15 @@ def worker_env(server: BrainProcess, creds: dict[str, Any], queue: str) -> dict[
     }
 
 
+async def our_agent_env(server: BrainProcess, queue: str, tmp: Path) -> dict[str, str]:
+    """The environment of a worker with our agent, a new agent of ``server``."""
+    creds = await server.new_agent("ours")
+    return worker_env(server, creds, queue) | {
+        "PYTHONPATH": str(TESTS / "e2e_app"),
+        "Z4J_BUFFER_PATH": str(tmp / "buf"),
+    }
+
+
 def start_worker(
     module: str, queue: str, env: dict[str, str], cwd: Path, *extra: str
 ) -> subprocess.Popen[bytes]:
@@ -198,9 +207,7 @@ async def settles(server: BrainProcess, tasks: dict[str, str], tmp: Path) -> Non
 async def test_our_agent_reports_prefork_states_with_or_without_events(
     brain_server: BrainProcess, queue: str, tmp_path: Path, flags: tuple[str, ...]
 ) -> None:
-    creds = await brain_server.new_agent("ours")
-    env = worker_env(brain_server, creds, queue)
-    env |= {"PYTHONPATH": str(TESTS / "e2e_app"), "Z4J_BUFFER_PATH": str(tmp_path / "buf")}
+    env = await our_agent_env(brain_server, queue, tmp_path)
     worker = start_worker("z4j_e2e_worker", queue, env, tmp_path, *flags)
     app = producer(queue)
     try:
@@ -319,9 +326,7 @@ def assert_lost_with_reason(server: BrainProcess, task: str) -> None:
 async def test_our_agent_worker_killed_mid_task_leaves_it_lost(
     brain_server: BrainProcess, queue: str, tmp_path: Path
 ) -> None:
-    creds = await brain_server.new_agent("ours")
-    env = worker_env(brain_server, creds, queue)
-    env |= {"PYTHONPATH": str(TESTS / "e2e_app"), "Z4J_BUFFER_PATH": str(tmp_path / "buf")}
+    env = await our_agent_env(brain_server, queue, tmp_path)
     worker = start_worker("z4j_e2e_worker", queue, env, tmp_path)
     app = producer(queue)
     try:
@@ -352,9 +357,7 @@ async def test_our_agent_worker_killed_and_restarted_at_once_leaves_it_lost(
         env=QUICK | {"Z4J_LOST_AFTER_SECONDS": str(grace)},
     )
     server.start()
-    creds = await server.new_agent("ours")
-    env = worker_env(server, creds, queue)
-    env |= {"PYTHONPATH": str(TESTS / "e2e_app"), "Z4J_BUFFER_PATH": str(tmp_path / "buf")}
+    env = await our_agent_env(server, queue, tmp_path)
     worker = start_worker("z4j_e2e_worker", queue, env, tmp_path)
     app = producer(queue)
     try:
@@ -388,9 +391,7 @@ async def test_our_agent_cut_off_while_running_gets_its_task_back(
     )
     first.start()
     second.start()
-    creds = await first.new_agent("ours")
-    env = worker_env(first, creds, queue)
-    env |= {"PYTHONPATH": str(TESTS / "e2e_app"), "Z4J_BUFFER_PATH": str(tmp_path / "buf")}
+    env = await our_agent_env(first, queue, tmp_path)
     worker = start_worker("z4j_e2e_worker", queue, env, tmp_path)
     app = producer(queue)
     try:
