@@ -315,7 +315,14 @@ async def create_admin(server: BrainProcess) -> None:
     assert await server.create_admin(ADMIN_EMAIL, ADMIN_PASSWORD)
 
 
-def assert_lost_with_reason(server: BrainProcess, task: str) -> None:
+async def assert_lost_when_killed(
+    server: BrainProcess, task: str, worker: subprocess.Popen[bytes], tmp: Path
+) -> None:
+    """``task`` started, then its worker killed: the task lost, the worker's silence the
+    reason."""
+    await reaches(server, task, "started", tmp, within=90)
+    kill_group(worker)
+    await reaches(server, task, "lost", tmp, within=GRACE + 60)
     rows = timeline(server, task)
     lost = [r for r in rows if r["event_type"] == "lost"]
     assert len(lost) == 1, rows
@@ -331,10 +338,7 @@ async def test_our_agent_worker_killed_mid_task_leaves_it_lost(
     app = producer(queue)
     try:
         task = app.send_task("e2e.sleep", (300,)).id
-        await reaches(brain_server, task, "started", tmp_path, within=90)
-        kill_group(worker)
-        await reaches(brain_server, task, "lost", tmp_path, within=GRACE + 60)
-        assert_lost_with_reason(brain_server, task)
+        await assert_lost_when_killed(brain_server, task, worker, tmp_path)
     finally:
         app.close()
         kill_group(worker)
@@ -422,10 +426,7 @@ async def test_z4j_celery_worker_killed_mid_task_leaves_it_lost(
     try:
         await events_flow(brain_server, app, tmp_path)
         task = app.send_task("real.sleep", (300,)).id
-        await reaches(brain_server, task, "started", tmp_path, within=90)
-        kill_group(worker)
-        await reaches(brain_server, task, "lost", tmp_path, within=GRACE + 60)
-        assert_lost_with_reason(brain_server, task)
+        await assert_lost_when_killed(brain_server, task, worker, tmp_path)
     finally:
         app.close()
         kill_group(worker)
