@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 __all__ = ["AnalyticsUnavailable", "Backend", "ChdbBackend", "ServerBackend", "open_backend"]
 
 Row = dict[str, Any]
@@ -38,8 +40,15 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
+def _line(row: Mapping[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(row) + b"\n"
+    except TypeError:  # orjson refuses integers beyond 64 bits
+        return json.dumps(row, separators=(",", ":")).encode() + b"\n"
+
+
 def _lines(rows: Sequence[Mapping[str, Any]]) -> bytes:
-    return b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in rows)
+    return b"".join(map(_line, rows))
 
 
 def _parse(raw: bytes | str) -> list[Row]:
@@ -99,11 +108,15 @@ class ChdbBackend:
     async def command(self, sql: str) -> None:
         await self._run(sql)
 
+    def _insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        names = ", ".join(rows[0])
+        body = _lines(rows).decode()
+        self._conn.query(f"INSERT INTO {table} ({names}) FORMAT JSONEachRow\n{body}", "CSV")
+
     async def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            names = ", ".join(rows[0])
-            body = _lines(rows).decode()
-            await self._run(f"INSERT INTO {table} ({names}) FORMAT JSONEachRow\n{body}")
+        if rows:  # encoded on the worker thread too: a batch is thousands of rows
+            async with self._calls:
+                await asyncio.to_thread(self._insert, table, rows)
 
     async def select(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         result = await self._run(sql, "JSONEachRow", params)
@@ -143,11 +156,12 @@ class ServerBackend:
     async def command(self, sql: str) -> None:
         await self._run(self._client.command, sql)
 
+    def _insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        self._client.raw_insert(table, list(rows[0]), _lines(rows), fmt="JSONEachRow")
+
     async def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        if rows:
-            await self._run(
-                self._client.raw_insert, table, list(rows[0]), _lines(rows), fmt="JSONEachRow"
-            )
+        if rows:  # encoded on the worker thread too: a batch is thousands of rows
+            await self._run(self._insert, table, rows)
 
     async def select(self, sql: str, params: Mapping[str, Any] | None = None) -> list[Row]:
         raw = await self._run(

@@ -13,6 +13,7 @@ in the process that owns the analytics store.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
@@ -58,7 +59,7 @@ class Ingester:
                 rows = await outbox.take(conn, tenant_id, self.batch)
             if not rows:
                 return taken
-            batch = split(rows)
+            batch = await asyncio.to_thread(split, rows)  # thousands of rows: off the loop
             await self._insert_new(tenant_id, "events", "event_id", "event_time", batch.events)
             await self._insert_new(tenant_id, "usage", "usage_id", "recorded_at", batch.usage)
             async with tenant_transaction(self.pool, SCOPE, tenant_id) as conn:

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg.types.string import TextLoader
 
 Row = dict[str, Any]
 
@@ -18,7 +19,11 @@ async def tenants_with_rows(conn: Conn) -> list[Row]:
 
 
 async def take(conn: Conn, tenant_id: uuid.UUID, limit: int) -> list[Row]:
-    cur = await conn.execute(
+    """The tenant's oldest rows, each ``row`` as the JSON text PostgreSQL sent (parsed by
+    ``rows.parse_row``, faster than the driver's own JSON loader)."""
+    cur = conn.cursor()
+    cur.adapters.register_loader("jsonb", TextLoader)
+    await cur.execute(
         """SELECT seq, target, row FROM analytics_outbox
             WHERE tenant_id = %s ORDER BY seq LIMIT %s""",
         (tenant_id, limit),
