@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from agentbus.bench import deploy, host, http
+from agentbus.bench import deploy, host, http, runs
 from agentbus.bench.cpu import CpuMeter
 from agentbus.bench.lone import lone_rounds
 from hypothesis import given
@@ -186,3 +186,15 @@ async def test_lone_rounds_are_metered_first_then_timed_back_to_back() -> None:
     assert line["rounds"] == 3
     assert line["cpu_ms_per_request"]["send"] == {"gateway": 10.0}
     assert 0 < line["round_p50_ms"] <= line["round_p99_ms"]
+
+
+async def test_a_failed_client_ends_the_run_at_once_naming_its_error() -> None:
+    async def fails() -> None:
+        raise ConnectionResetError("the gateway closed the socket")
+
+    workers = [asyncio.create_task(fails()), asyncio.create_task(asyncio.sleep(60))]
+    try:
+        with pytest.raises(RuntimeError, match="ConnectionResetError: the gateway closed"):
+            await runs._until(asyncio.Event(), workers, limit_s=120)
+    finally:
+        workers[1].cancel()

@@ -436,7 +436,7 @@ async def _until(done: asyncio.Event, workers: list[asyncio.Task[None]], limit_s
     finally:
         finished.cancel()
     for worker in workers:
-        if worker.done() and not worker.cancelled() and worker.exception() is not None:
-            raise RuntimeError("a benchmark client failed") from worker.exception()
+        if worker.done() and not worker.cancelled() and (exc := worker.exception()) is not None:
+            raise RuntimeError(f"a benchmark client failed: {type(exc).__name__}: {exc}") from exc
     if not done.is_set():
         raise TimeoutError(f"the run did not finish in {limit_s:g} s")
