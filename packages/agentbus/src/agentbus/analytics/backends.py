@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-import orjson
+from platformkit import fastjson
 
 __all__ = ["AnalyticsUnavailable", "Backend", "ChdbBackend", "ServerBackend", "open_backend"]
 
@@ -41,10 +41,8 @@ class Backend(Protocol):
 
 
 def _line(row: Mapping[str, Any]) -> bytes:
-    try:
-        return orjson.dumps(row) + b"\n"
-    except TypeError:  # orjson refuses integers beyond 64 bits
-        return json.dumps(row, separators=(",", ":")).encode() + b"\n"
+    text = fastjson.dumps(row)  # orjson, or the standard encoder where orjson refuses
+    return (text if isinstance(text, bytes) else text.encode()) + b"\n"
 
 
 def _lines(rows: Sequence[Mapping[str, Any]]) -> bytes:

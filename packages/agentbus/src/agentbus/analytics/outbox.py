@@ -21,14 +21,14 @@ async def tenants_with_rows(conn: Conn) -> list[Row]:
 async def take(conn: Conn, tenant_id: uuid.UUID, limit: int) -> list[Row]:
     """The tenant's oldest rows, each ``row`` as the JSON text PostgreSQL sent (parsed by
     ``rows.parse_row``, faster than the driver's own JSON loader)."""
-    cur = conn.cursor()
-    cur.adapters.register_loader("jsonb", TextLoader)
-    await cur.execute(
-        """SELECT seq, target, row FROM analytics_outbox
-            WHERE tenant_id = %s ORDER BY seq LIMIT %s""",
-        (tenant_id, limit),
-    )
-    return list(await cur.fetchall())
+    async with conn.cursor() as cur:
+        cur.adapters.register_loader("jsonb", TextLoader)
+        await cur.execute(
+            """SELECT seq, target, row FROM analytics_outbox
+                WHERE tenant_id = %s ORDER BY seq LIMIT %s""",
+            (tenant_id, limit),
+        )
+        return list(await cur.fetchall())
 
 
 async def delete_through(conn: Conn, tenant_id: uuid.UUID, last_seq: int) -> None:
