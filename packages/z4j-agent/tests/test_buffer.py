@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import sqlite3
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -132,3 +134,31 @@ def test_a_forked_child_reopens_the_shared_buffer(tmp_path: Path) -> None:
     assert ids[0] == "parent-0"
     assert ids[-1] == "parent-1"
     assert len(ids) == 22
+
+
+def test_a_new_file_another_connection_is_writing_is_waited_for(tmp_path: Path) -> None:
+    """A sibling that is writing the new file when this one opens it: the switch to WAL waits
+    for it rather than failing the append (SQLite answers that switch "locked" at once)."""
+    path = tmp_path / "buffer.sqlite3"
+    writing, release = threading.Event(), threading.Event()
+
+    def sibling() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("CREATE TABLE sibling (x)")
+        writing.set()
+        release.wait(30)
+        conn.execute("COMMIT")
+        conn.close()
+
+    other = threading.Thread(target=sibling)
+    other.start()
+    assert writing.wait(30)
+    threading.Timer(0.3, release.set).start()
+    buf = EventBuffer(path)
+    try:
+        assert buf.append([_event(1)]) == 0
+        assert [json.loads(body)["n"] for _id, body in buf.peek(10)] == [1]
+    finally:
+        release.set()
+        other.join()
