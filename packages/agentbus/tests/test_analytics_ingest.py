@@ -1,7 +1,9 @@
-"""The analytics outbox into ClickHouse (chDB) through the real gateway, PostgreSQL and NATS: a
-message's steps and a usage record arrive as the data model's rows with their tenant's retention,
-a row queued twice is inserted once, and a backlog left while no process ingested is drained by
-the next gateway's leader loop. One chDB data path for the module (one per process)."""
+"""PostgreSQL's events and analytics outbox into ClickHouse (chDB) through the real gateway,
+PostgreSQL and NATS: a message's steps and a usage record arrive as the data model's rows with
+their tenant's retention, events sent again are inserted once, an event whose transaction
+commits after later ones is not passed over while another database's open transaction holds
+nothing back, and a backlog left while no process ingested is drained by the next gateway's
+leader loop. One chDB data path for the module (one per process)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,6 @@ from agentbus.gateway.testkit import (
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
-from psycopg.types.json import Jsonb
 
 Json = dict[str, Any]
 STEPS = ["message.accepted", "message.published", "message.fetched", "message.delivered",
@@ -90,6 +91,16 @@ async def test_a_message_and_its_usage_arrive_as_rows(
     assert {r["retention_days"] for r in rows} == {7}  # the starter plan's, from PostgreSQL
     assert {r["from_agent"] for r in rows} == {str(parse_id("agt", alice.agent_id))}
     assert all(r["latency_ms"] is not None for r in rows)
+    async with tenant_transaction(gw.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT event, event_time FROM events WHERE message_id = %s", (parse_id("msg", msg),)
+        )
+        at = {r["event"]: r["event_time"] for r in await cur.fetchall()}
+    latency = {r["event"]: r["latency_ms"] for r in rows}
+    accept_to_deliver = (at["message.delivered"] - at["message.accepted"]).total_seconds() * 1000
+    deliver_to_read = (at["message.read"] - at["message.delivered"]).total_seconds() * 1000
+    assert abs(latency["message.delivered"] - accept_to_deliver) <= 1  # the SLO view's stage
+    assert abs(latency["message.read"] - deliver_to_read) <= 1
     [cost] = await backend_of(gw).select(
         """SELECT toString(sum(cost_usd)) AS usd, sum(input_tokens) AS tokens
              FROM agentbus.mv_cost_daily WHERE tenant_id = {t:UUID}""",
@@ -103,37 +114,82 @@ async def test_a_message_and_its_usage_arrive_as_rows(
     assert left["n"] == 0
 
 
-async def test_a_row_queued_twice_is_inserted_once(
+async def test_events_sent_again_are_inserted_once(
     served: tuple[Gateway, httpx.AsyncClient], agentbus_db: str
 ) -> None:
     gw, client = served
     world, alice, bob = await alice_and_bob(gw, client)
     await send_message(client, alice, bob, {"text": "once"})
-    with psycopg.connect(agentbus_db) as conn:  # as a pass that died before its delete
-        queued = conn.execute(
-            "SELECT tenant_id, target, row FROM analytics_outbox WHERE tenant_id = %s",
-            (world.tenant_id,),
-        ).fetchall()
     ingester = Ingester(gw.pool, backend_of(gw))
     await ingester.run_once()
-    with psycopg.connect(agentbus_db) as conn:
-        for tenant_id, target, row in queued:
-            conn.execute(
-                "INSERT INTO analytics_outbox (tenant_id, target, row) VALUES (%s, %s, %s)",
-                (tenant_id, target, Jsonb(row)),
-            )
-    await ingester.run_once()
+    with psycopg.connect(agentbus_db) as conn:  # as a pass that died before moving its cursor
+        conn.execute("DELETE FROM analytics_event_cursors WHERE tenant_id = %s", (world.tenant_id,))
+        [(written,)] = conn.execute(
+            "SELECT count(*) FROM events WHERE tenant_id = %s", (world.tenant_id,)
+        ).fetchall()
+    assert await ingester.run_once() == written
     [counted] = await backend_of(gw).select(
         """SELECT count() AS n, uniqExact(event_id) AS ids FROM agentbus.events
             WHERE tenant_id = {t:UUID}""",
         {"t": str(world.tenant_id)},
     )
-    assert counted["n"] == counted["ids"] == len(queued) > 0
+    assert counted["n"] == counted["ids"] == written > 0
     [edges] = await backend_of(gw).select(
         "SELECT sum(messages) AS n FROM agentbus.mv_edges_daily WHERE tenant_id = {t:UUID}",
         {"t": str(world.tenant_id)},
     )
     assert edges["n"] == 1
+
+
+async def test_an_event_that_commits_late_is_not_passed_over(
+    served: tuple[Gateway, httpx.AsyncClient], agentbus_db: str
+) -> None:
+    """A transaction draws its event's id, then commits after later events have committed: the
+    ingester's passes meanwhile must not move the tenant's cursor past that id."""
+    gw, client = served
+    world, alice, bob = await alice_and_bob(gw, client)
+    await send_message(client, alice, bob, {"text": "before"})
+    ingester = Ingester(gw.pool, backend_of(gw))
+    await ingester.run_once()
+    late_message = uuid7()
+    with psycopg.connect(agentbus_db) as late:
+        late.execute(
+            """INSERT INTO events (event, tenant_id, workspace_id, message_id, conversation_id,
+                                   trace_id, span_id, from_agent_id, to_agent_id, type, actor,
+                                   payload_bytes)
+               SELECT 'message.fetched', tenant_id, workspace_id, %s, conversation_id, trace_id,
+                      span_id, from_agent_id, to_agent_id, type, 'gateway', payload_bytes
+                 FROM events WHERE tenant_id = %s LIMIT 1""",
+            (late_message, world.tenant_id),
+        )
+        after = await send_message(client, alice, bob, {"text": "after"})
+        await ingester.run_once()
+        late.commit()
+    await ingester.run_once()
+    rows = await backend_of(gw).select(
+        """SELECT toString(message_id) AS m FROM agentbus.events
+            WHERE tenant_id = {t:UUID} AND message_id IN {ms:Array(UUID)}""",
+        {"t": str(world.tenant_id), "ms": [str(late_message), str(parse_id("msg", after))]},
+    )
+    assert {r["m"] for r in rows} == {str(late_message), str(parse_id("msg", after))}
+
+
+async def test_a_transaction_open_in_another_database_holds_nothing_back(
+    served: tuple[Gateway, httpx.AsyncClient], agentbus_db: str
+) -> None:
+    gw, client = served
+    world, alice, bob = await alice_and_bob(gw, client)
+    elsewhere = psycopg.conninfo.make_conninfo(agentbus_db, dbname="postgres")
+    with psycopg.connect(elsewhere) as other:
+        other.execute("SELECT pg_current_xact_id()")  # holds a transaction id until it ends
+        msg = await send_message(client, alice, bob, {"text": "not held"})
+        await Ingester(gw.pool, backend_of(gw)).run_once()
+    rows = await backend_of(gw).select(
+        """SELECT event FROM agentbus.events
+            WHERE tenant_id = {t:UUID} AND message_id = {m:UUID}""",
+        {"t": str(world.tenant_id), "m": str(parse_id("msg", msg))},
+    )
+    assert "message.accepted" in {r["event"] for r in rows}
 
 
 async def test_a_backlog_is_drained_by_the_next_gateway(

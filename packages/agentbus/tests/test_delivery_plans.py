@@ -164,7 +164,7 @@ async def busy(
         for n in range(SENT)
     ]
     # written as the database's owner with triggers off: row by row they would keep conversation
-    # statistics, events and the analytics outbox, which no plan here reads, and updating one
+    # statistics and events, which no plan here reads, and updating one
     # conversation's row thousands of times in one transaction took most of each test's time
     async with await psycopg.AsyncConnection.connect(agentbus_db) as admin:
         cur = await admin.execute(

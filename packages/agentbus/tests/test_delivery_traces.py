@@ -222,6 +222,7 @@ async def test_a_redriven_message_keeps_its_whole_story(
     assert by_name["message.published"]["details"] == {"stream_seq": first_seq}
     assert by_name["message.redriven"]["details"] == {"stream_seq": second_seq}
     assert by_name["message.dead_lettered"]["details"]["reason"] == MAX_DELIVERIES
+    assert by_name["message.dead_lettered"]["error_code"] == MAX_DELIVERIES  # analytics' too
     assert by_name["message.delivered"]["attempt"] == 1
     assert trace["delivery"]["dlq_reason"] is None  # the current state forgot it; events did not
 

@@ -11,8 +11,8 @@ import pytest
 # The model's tables as written in agentbus-data-model.md §1 and §5.1 ("!" = NOT NULL), then
 # its §2.4 usage and model_pricing, which this deployment keeps in PostgreSQL (decisions/0031),
 # the A2A bridges of decisions/0032, §2.5's audit_chain with its heads (decisions/0048), the
-# analytics outbox of decisions/0050, the console's sign-in of decisions/0051, and its §2.3
-# events (decisions/0047).
+# analytics outbox of decisions/0050 and its event cursors (decisions/0065), the console's
+# sign-in of decisions/0051, and its §2.3 events (decisions/0047).
 MODEL_TEXT = """
     tenants: id uuid!, slug text!, display_name text!, plan plan_t!, status tenant_status_t!,
         region text!, retention_days int!, nats_stream text!, nats_account text, kek_ref text!,
@@ -109,6 +109,7 @@ MODEL_TEXT = """
         checkpoint_at timestamptz, published_seq bigint!
     analytics_outbox: tenant_id uuid!, seq bigint!, target text!, row jsonb!,
         queued_at timestamptz!
+    analytics_event_cursors: tenant_id uuid!, event_id uuid!, updated_at timestamptz!
     console_sign_in_links: id uuid!, tenant_id uuid!, user_id uuid!, token_hash bytea!,
         created_at timestamptz!, expires_at timestamptz!, used_at timestamptz
     console_sessions: id uuid!, tenant_id uuid!, user_id uuid!, secret_hash bytea!,
@@ -195,7 +196,7 @@ def model() -> dict[str, dict[str, tuple[str, bool]]]:
 
 def test_model_text_parses() -> None:
     tables = model()
-    assert len(tables) == 33
+    assert len(tables) == 34
     assert len(tables["messages"]) == 32
     assert len(tables["tasks"]) == 24
 

@@ -152,7 +152,7 @@ def bench(
 
 @app.command("bench-analytics")
 def bench_analytics(
-    events: Annotated[int, typer.Option(min=1, help="Events queued, then drained.")] = 100_000,
+    events: Annotated[int, typer.Option(min=1, help="Events written, then drained.")] = 100_000,
     batch: Annotated[int, typer.Option(min=1, help="Rows per ClickHouse insert.")] = 10_000,
     database_url: Annotated[
         str | None,
@@ -163,7 +163,7 @@ def bench_analytics(
         ),
     ] = None,
 ) -> None:
-    """Analytics ingest: outbox -> chDB events per second and CPU per event; JSON lines."""
+    """Analytics ingest: events -> chDB events per second and CPU per event; JSON lines."""
     from agentbus.bench.analytics import bench_analytics as run
 
     run(events, batch, database_url)

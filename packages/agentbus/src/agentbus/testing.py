@@ -155,6 +155,7 @@ def seed_statements(tenant_id: uuid.UUID, slug: str) -> list[Statement]:
         ("console_sessions", "id, tenant_id, user_id, secret_hash, expires_at",
          "%(ses)s, %(t)s, %(usr)s, %(h)s, %(later)s"),
         ("analytics_outbox", "tenant_id, target, row", "%(t)s, 'events', '{}'"),
+        ("analytics_event_cursors", "tenant_id, event_id", "%(t)s, %(msg)s"),
         ("events", "tenant_id, workspace_id, message_id, conversation_id, event, trace_id,"
          " span_id, from_agent_id, type, actor, payload_bytes",
          "%(t)s, %(ws)s, %(msg)s, %(cnv)s, 'message.fetched', 'x', 'y', %(agt)s,"

@@ -1,13 +1,13 @@
-"""``agentbus-gateway bench-analytics``: how fast the analytics outbox drains into chDB, and what
-it costs per event.
+"""``agentbus-gateway bench-analytics``: how fast message events drain from ``events`` into chDB,
+and what it costs per event.
 
 A throwaway PostgreSQL (or a database created in the one given) is migrated and given a tenant;
-``events`` events rows are queued in its outbox as the triggers queue them; then the ingester
-drains them into a throwaway chDB, once. Printed, one JSON object per line: the drain's events
-per second, the CPU per event of this process (the ingester and chDB, which runs in it) and of
-PostgreSQL (reading and deleting the outbox); and the rate of chDB inserts alone (the same rows,
-no PostgreSQL) as the ceiling. The CPU the triggers add to each message is what ``bench`` shows
-with ``--analytics`` beside ``--no-analytics``.
+``events`` rows are written as the triggers write them, four steps for each made-up message; then
+the ingester drains them into a throwaway chDB, once. Printed, one JSON object per line: the
+drain's events per second, the CPU per event of this process (the ingester and chDB, which runs
+in it) and of PostgreSQL (reading the events, each one's previous event, and moving the cursor);
+and the rate of chDB inserts alone (the same rows, no PostgreSQL) as the ceiling. What analytics
+adds to each message is what ``bench`` shows with ``--analytics`` beside ``--no-analytics``.
 """
 
 from __future__ import annotations
@@ -19,37 +19,34 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from platformkit.db.scope import tenant_transaction
 
 from agentbus import db
+from agentbus.analytics import history
 from agentbus.analytics.backends import ChdbBackend
 from agentbus.analytics.ingest import Ingester
 from agentbus.analytics.rows import event_row
 from agentbus.analytics.store import apply_schema
 from agentbus.bench.deploy import Deployment, make_tenant, workdir
+from agentbus.db import SCOPE
 
 Emit = Callable[[dict[str, Any]], None]
 TRIGGERS = (
-    ("messages", "analytics_messages_inserted"),
-    ("messages", "analytics_messages_updated"),
     ("task_transitions", "analytics_task_transitions"),
     ("usage", "analytics_usage_inserted"),
 )
 
-# As analytics_message_event builds them (migration 0021), for made-up messages.
-_QUEUE = """
-INSERT INTO analytics_outbox (tenant_id, target, row)
-SELECT %(t)s, 'events', jsonb_build_object(
-    'event_id', gen_random_uuid(), 'event_time',
-    analytics_ts(now() - (i %% 86400) * interval '1 second'),
-    'event', (ARRAY['message.accepted', 'message.published', 'message.delivered',
-                    'message.read'])[i %% 4 + 1],
-    'tenant_id', %(t)s, 'workspace_id', %(t)s, 'message_id', gen_random_uuid(),
-    'conversation_id', gen_random_uuid(), 'task_id', NULL, 'trace_id', md5(i::text),
-    'span_id', left(md5(i::text), 16), 'from_agent_id', %(t)s, 'to_agent_id', %(t)s,
-    'type', 'agentbus.message.v1', 'capability', NULL, 'attempt', 1, 'actor', 'gateway',
-    'payload_bytes', 512, 'latency_ms', i %% 1000, 'error_code', NULL, 'policy_id', NULL,
-    'bridged_from', NULL, 'details', '{}'::jsonb)
-  FROM generate_series(1, %(n)s) AS i"""
+# As the triggers of migration 0016 write them, for made-up messages of four steps each.
+_WRITE = """
+INSERT INTO events (event_time, event, tenant_id, workspace_id, message_id, conversation_id,
+                    trace_id, span_id, from_agent_id, to_agent_id, type, attempt, actor,
+                    payload_bytes)
+SELECT now() - ((%(n)s - i) * interval '1 millisecond'),
+       (ARRAY['message.accepted', 'message.published', 'message.delivered',
+              'message.read'])[i %% 4 + 1],
+       %(t)s, %(t)s, md5((i / 4)::text)::uuid, md5('c' || (i / 40)::text)::uuid, md5(i::text),
+       left(md5(i::text), 16), %(t)s, %(t)s, 'agentbus.message.v1', 1, 'gateway', 512
+  FROM generate_series(0, %(n)s - 1) AS i"""
 
 
 async def set_analytics_triggers(database_url: str, *, enabled: bool) -> None:
@@ -63,13 +60,12 @@ async def set_analytics_triggers(database_url: str, *, enabled: bool) -> None:
 async def _run(dep: Deployment, events: int, batch: int, emit: Emit) -> None:
     tenant_id, _token = await make_tenant(str(dep.database_url), dep.root / "keyring.json")
     async with await psycopg.AsyncConnection.connect(str(dep.database_url)) as conn:
-        await conn.execute(_QUEUE, {"t": tenant_id, "n": events})
+        await conn.execute(_WRITE, {"t": tenant_id, "n": events})
         await conn.commit()
-        rows: list[Any] = await (
-            await conn.execute("SELECT row FROM analytics_outbox LIMIT %s", (batch,))
-        ).fetchall()
-    sample = [event_row(r[0]) for r in rows]
     pool = await db.open_app_pool(str(dep.database_url), max_size=2)
+    async with tenant_transaction(pool, SCOPE, tenant_id) as conn:
+        rows = await history.take(conn, tenant_id, history.NIL, history.NEVER, batch)
+    sample = [event_row(r) for r in rows]
     backend = ChdbBackend(dep.root / "chdb")
     try:
         await apply_schema(backend)
