@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,34 @@ def test_version_is_recorded_and_reopening_is_idempotent(tmp_path: Path) -> None
         assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
         assert get_meta(conn, "schema_version") == str(LATEST)
         conn.close()
+
+
+def test_a_new_file_another_process_is_writing_is_waited_for(tmp_path: Path) -> None:
+    """Two processes creating the same state.db at once (a hook beside a starting sidecar): the
+    second waits for the first instead of failing on the switch to WAL."""
+    path = tmp_path / "state.db"
+    writing, release = threading.Event(), threading.Event()
+
+    def first() -> None:
+        conn = sqlite3.connect(path, isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("CREATE TABLE sibling (x)")
+        writing.set()
+        release.wait(30)
+        conn.execute("COMMIT")
+        conn.close()
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    try:
+        assert writing.wait(30)
+        threading.Timer(0.3, release.set).start()
+        conn = open_store(path)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
+        conn.close()
+    finally:
+        release.set()
+        holder.join()
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

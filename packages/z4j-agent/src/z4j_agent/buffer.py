@@ -14,9 +14,8 @@ Choices:
   SQLite's file lock (with a busy timeout) instead of failing on a lock upgrade.
 - Ids come from AUTOINCREMENT, so an id is never reused and a late ack cannot delete a newer event.
 - The size is a counter kept in the same transactions, so bounding costs no ``count(*)``.
-- Switching a new file to WAL needs it to itself, and SQLite answers that request "locked" at
-  once, whatever the busy timeout, while another process (a sibling prefork child starting at
-  the same moment) is writing it; the switch is tried again until the busy timeout is spent.
+- A new file is switched to WAL by ``wirekit.sqlitewal.use_wal``, which waits for a sibling
+  prefork child that is writing it at the same moment instead of failing the first append.
 - A connection belongs to the process that opened it: after ``fork`` the child opens its own.
   Our SQLite calls hold one lock per process that is also taken around ``fork``, so a child never
   inherits SQLite's internal mutexes mid-call.
@@ -33,6 +32,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from wirekit.sqlitewal import use_wal
 
 _LOCK = threading.RLock()
 # Connections inherited across fork are kept referenced, never used or closed in the child:
@@ -78,7 +79,11 @@ class EventBuffer:
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))  # events may hold data
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        self._use_wal(conn)
+        try:
+            use_wal(conn, self._busy_ms / 1000)
+        except sqlite3.OperationalError:
+            conn.close()
+            raise
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -91,20 +96,6 @@ class EventBuffer:
         conn.execute("COMMIT")
         self._connection, self._conn_pid = conn, os.getpid()
         return conn
-
-    def _use_wal(self, conn: sqlite3.Connection) -> None:
-        deadline = time.monotonic() + self._busy_ms / 1000
-        pause = 0.005
-        while True:
-            try:
-                conn.execute("PRAGMA journal_mode = WAL")
-                return
-            except sqlite3.OperationalError as exc:
-                if "locked" not in str(exc) or time.monotonic() + pause > deadline:
-                    conn.close()
-                    raise
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Cursor]:

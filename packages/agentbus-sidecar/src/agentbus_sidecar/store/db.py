@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from wirekit.sqlitewal import use_wal
+
 from agentbus_sidecar.errors import StoreError
 from agentbus_sidecar.store.schema import LATEST, MIGRATIONS
 
@@ -82,7 +84,7 @@ def open_store(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     try:
         conn.row_factory = sqlite3.Row
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        mode = use_wal(conn, BUSY_TIMEOUT_MS / 1000)  # another process may be creating it too
         if str(mode).lower() != "wal":
             raise StoreError(f"state.db at {path} cannot use WAL (journal mode {mode})")
         conn.execute("PRAGMA synchronous = FULL")
