@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from agentbus.analytics import history
 from agentbus.analytics.backends import Backend
 from agentbus.analytics.ingest import Ingester
 from agentbus.db import SCOPE
@@ -190,6 +191,47 @@ async def test_a_transaction_open_in_another_database_holds_nothing_back(
         {"t": str(world.tenant_id), "m": str(parse_id("msg", msg))},
     )
     assert "message.accepted" in {r["event"] for r in rows}
+
+
+async def test_the_pass_probes_each_tenant_past_its_cursor_only(
+    served: tuple[Gateway, httpx.AsyncClient], agentbus_db: str
+) -> None:
+    """Finding the tenants with events to send reads the index from each cursor on, not every
+    event a tenant ever had: row security keeps an expression over the cursor out of the index
+    condition, and the probe then read all of them."""
+    gw, client = served
+    world, alice, bob = await alice_and_bob(gw, client)
+    await send_message(client, alice, bob, {"text": "history"})
+    with psycopg.connect(agentbus_db, autocommit=True) as admin:
+        admin.execute(
+            """INSERT INTO events (event, tenant_id, workspace_id, message_id, conversation_id,
+                                   trace_id, span_id, from_agent_id, type, actor, payload_bytes)
+               SELECT 'message.fetched', tenant_id, workspace_id, message_id, conversation_id,
+                      trace_id, span_id, from_agent_id, type, 'gateway', payload_bytes
+                 FROM events, generate_series(1, 500)
+                WHERE tenant_id = %s AND event = 'message.accepted'""",
+            (world.tenant_id,),
+        )
+        await Ingester(gw.pool, backend_of(gw)).run_once()  # every cursor after its events
+
+        def rows_read() -> int:
+            """Rows of events read so far, by sequential scans and through its indexes."""
+            admin.execute("SELECT pg_stat_force_next_flush()")
+            [(n,)] = admin.execute(
+                """SELECT t.seq_tup_read + (SELECT sum(i.idx_tup_read) FROM pg_stat_user_indexes i
+                                             WHERE i.relid = t.relid)
+                     FROM pg_stat_user_tables t WHERE t.relname = 'events'"""
+            ).fetchall()
+            return int(n)
+
+        before = rows_read()
+        admin.execute("SET ROLE agentbus_app")  # as the gateway, in this session for its counts
+        found = admin.execute(
+            "SELECT * FROM analytics_event_tenants(%s)", (history.NEVER,)
+        ).fetchall()
+        admin.execute("RESET ROLE")
+        assert found == []
+        assert rows_read() - before < 50  # a handful of tenants, none with anything to send
 
 
 async def test_a_backlog_is_drained_by_the_next_gateway(

@@ -131,7 +131,10 @@ GRANT SELECT, INSERT, UPDATE ON analytics_event_cursors TO agentbus_app;
 GRANT SELECT ON analytics_event_cursors TO agentbus_support;
 
 -- The tenants with events after their cursor and before `before`, with that cursor (the nil
--- UUID for a tenant never drained), for the ingester's pass.
+-- UUID for a tenant never drained), for the ingester's pass. Each tenant costs one probe of
+-- events_tenant_written: the bounds are plain columns and parameters, so row security lets them
+-- into the index condition (an expression such as COALESCE over the cursor would be kept
+-- behind the policies' filter, and the probe would read every row of the tenant).
 CREATE FUNCTION analytics_event_tenants(before uuid)
 RETURNS TABLE (tenant_id uuid, after uuid)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
@@ -140,14 +143,18 @@ AS $$
 BEGIN
     PERFORM set_config('agentbus.lookup', 'on', true);
     RETURN QUERY
-        SELECT t.id, COALESCE(c.event_id, '00000000-0000-0000-0000-000000000000'::uuid)
+        SELECT t.id, c.event_id
+          FROM tenants t JOIN analytics_event_cursors c ON c.tenant_id = t.id
+         WHERE (SELECT e.event_id FROM events e
+                 WHERE e.tenant_id = t.id AND e.event_id > c.event_id AND e.event_id < before
+                 ORDER BY e.tenant_id, e.event_id LIMIT 1) IS NOT NULL
+        UNION ALL
+        SELECT t.id, '00000000-0000-0000-0000-000000000000'::uuid
           FROM tenants t
-          LEFT JOIN analytics_event_cursors c ON c.tenant_id = t.id
-         WHERE EXISTS (
-             SELECT 1 FROM events e
-              WHERE e.tenant_id = t.id
-                AND e.event_id > COALESCE(c.event_id, '00000000-0000-0000-0000-000000000000'::uuid)
-                AND e.event_id < before);
+         WHERE NOT EXISTS (SELECT 1 FROM analytics_event_cursors c WHERE c.tenant_id = t.id)
+           AND (SELECT e.event_id FROM events e
+                 WHERE e.tenant_id = t.id AND e.event_id < before
+                 ORDER BY e.tenant_id, e.event_id LIMIT 1) IS NOT NULL;
     PERFORM set_config('agentbus.lookup', 'off', true);
 END
 $$;
