@@ -11,6 +11,7 @@ from agentbus_sidecar.errors import StoreError
 from agentbus_sidecar.store import open_store, state_db_path
 from agentbus_sidecar.store.meta import get_adapter_state, get_meta, set_adapter_state
 from agentbus_sidecar.store.schema import LATEST
+from wirekit.testing import writing_new_file
 
 # (name, type, not null, default, primary key position) per table, in §7's column order.
 EXPECTED = {
@@ -117,28 +118,11 @@ def test_a_new_file_another_process_is_writing_is_waited_for(tmp_path: Path) -> 
     """Two processes creating the same state.db at once (a hook beside a starting sidecar): the
     second waits for the first instead of failing on the switch to WAL."""
     path = tmp_path / "state.db"
-    writing, release = threading.Event(), threading.Event()
-
-    def first() -> None:
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("CREATE TABLE sibling (x)")
-        writing.set()
-        release.wait(30)
-        conn.execute("COMMIT")
-        conn.close()
-
-    holder = threading.Thread(target=first)
-    holder.start()
-    try:
-        assert writing.wait(30)
+    with writing_new_file(path) as release:
         threading.Timer(0.3, release.set).start()
         conn = open_store(path)
         assert conn.execute("PRAGMA user_version").fetchone()[0] == LATEST
         conn.close()
-    finally:
-        release.set()
-        holder.join()
 
 
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:

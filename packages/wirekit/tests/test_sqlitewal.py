@@ -5,42 +5,16 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from wirekit.sqlitewal import use_wal
-
-
-@contextmanager
-def writing(path: Path) -> Iterator[threading.Event]:
-    """Another connection in a write transaction on ``path`` (a new file) until the event is
-    set."""
-    started, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("CREATE TABLE other (x)")
-        started.set()
-        release.wait(30)
-        conn.execute("COMMIT")
-        conn.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert started.wait(30)
-        yield release
-    finally:
-        release.set()
-        holder.join()
+from wirekit.testing import writing_new_file
 
 
 def test_the_switch_waits_for_the_other_writer(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    with writing(path) as release:
+    with writing_new_file(path) as release:
         threading.Timer(0.3, release.set).start()
         conn = sqlite3.connect(path, isolation_level=None)
         try:
@@ -51,7 +25,7 @@ def test_the_switch_waits_for_the_other_writer(tmp_path: Path) -> None:
 
 def test_the_switch_gives_up_when_its_time_is_spent(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    with writing(path):
+    with writing_new_file(path):
         conn = sqlite3.connect(path, isolation_level=None)
         started = time.monotonic()
         try:
@@ -67,7 +41,7 @@ def test_a_file_already_in_wal_needs_no_wait(tmp_path: Path) -> None:
     first = sqlite3.connect(path, isolation_level=None)
     assert use_wal(first, timeout_s=1) == "wal"
     first.close()
-    with writing(path):
+    with writing_new_file(path):
         conn = sqlite3.connect(path, isolation_level=None)
         try:
             assert use_wal(conn, timeout_s=0) == "wal"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import sqlite3
 import stat
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from wirekit.testing import writing_new_file
 from z4j_agent.buffer import EventBuffer
 
 
@@ -140,25 +140,8 @@ def test_a_new_file_another_connection_is_writing_is_waited_for(tmp_path: Path) 
     """A sibling that is writing the new file when this one opens it: the switch to WAL waits
     for it rather than failing the append (SQLite answers that switch "locked" at once)."""
     path = tmp_path / "buffer.sqlite3"
-    writing, release = threading.Event(), threading.Event()
-
-    def sibling() -> None:
-        conn = sqlite3.connect(path, isolation_level=None)
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("CREATE TABLE sibling (x)")
-        writing.set()
-        release.wait(30)
-        conn.execute("COMMIT")
-        conn.close()
-
-    other = threading.Thread(target=sibling)
-    other.start()
-    assert writing.wait(30)
-    threading.Timer(0.3, release.set).start()
-    buf = EventBuffer(path)
-    try:
+    with writing_new_file(path) as release:
+        threading.Timer(0.3, release.set).start()
+        buf = EventBuffer(path)
         assert buf.append([_event(1)]) == 0
         assert [json.loads(body)["n"] for _id, body in buf.peek(10)] == [1]
-    finally:
-        release.set()
-        other.join()

@@ -27,23 +27,23 @@ NEVER = uuid.UUID(int=(1 << 128) - 1)  # after every event
 async def mark(conn: Conn) -> tuple[Mark, int]:
     """This pass's mark, and the oldest transaction id still running in this database (the
     mark's own number when none runs). The time is read by a statement of its own, before the
-    snapshot that gives the next id; the running ones are read after it."""
+    snapshot that gives the next id; the running ones are read in that statement, after its
+    snapshot was taken."""
     at = await (await conn.execute("SELECT clock_timestamp() AS at")).fetchone()
     ids = await (
         await conn.execute(
-            "SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid"
+            """SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_xid,
+                      ARRAY(SELECT l.transactionid::text::bigint
+                              FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+                             WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock'
+                               AND l.granted
+                               AND (a.datname = current_database() OR l.pid IS NULL)) AS held"""
         )
     ).fetchone()
     assert at is not None
     assert ids is not None
     noted = Mark(at["at"], int(ids["next_xid"]))
-    running = await conn.execute(
-        """SELECT l.transactionid::text::bigint AS xid
-             FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-            WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted
-              AND (a.datname = current_database() OR l.pid IS NULL)"""
-    )
-    held = [widen(int(r["xid"]), noted.next_xid) for r in await running.fetchall()]
+    held = [widen(int(xid), noted.next_xid) for xid in ids["held"]]
     return noted, min([noted.next_xid, *held])
 
 
