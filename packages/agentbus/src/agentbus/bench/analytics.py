@@ -5,9 +5,10 @@ A throwaway PostgreSQL (or a database created in the one given) is migrated and 
 ``events`` rows are written as the triggers write them, four steps for each made-up message; then
 the ingester drains them into a throwaway chDB, once. Printed, one JSON object per line: the
 drain's events per second, the CPU per event of this process (the ingester and chDB, which runs
-in it) and of PostgreSQL (reading the events, each one's previous event, and moving the cursor);
-and the rate of chDB inserts alone (the same rows, no PostgreSQL) as the ceiling. What analytics
-adds to each message is what ``bench`` shows with ``--analytics`` beside ``--no-analytics``.
+in it) and of PostgreSQL (reading the events, each with its message's earlier steps, and moving
+the cursor); and the rate of chDB inserts alone (the same rows, no PostgreSQL) as the ceiling.
+What analytics adds to each message is what ``bench`` shows with ``--analytics`` beside
+``--no-analytics``.
 """
 
 from __future__ import annotations
