@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from agentbus.gateway.api.principals import PrincipalCache
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.store import directory as directory_module
 from agentbus.gateway.store.directory import Directory
@@ -20,6 +21,7 @@ from wirekit import canonical_json
 
 TENANT, KEY = uuid.uuid4(), uuid.uuid4()
 NO_CONN: Any = object()  # the stand-in reads never touch it
+NO_POOL: Any = object()
 
 
 class Clock:
@@ -45,7 +47,7 @@ def reads(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 
 
 async def test_a_row_is_read_once_per_ttl(reads: dict[str, Any]) -> None:
-    directory, conn = Directory(ttl_s=1.0), NO_CONN
+    directory, conn = Directory(NO_POOL, ttl_s=1.0), NO_CONN
     reads["rows"][(TENANT, KEY)] = {"id": KEY, "revoked_at": None}
     assert await directory.key(conn, TENANT, KEY) == {"id": KEY, "revoked_at": None}
     reads["rows"][(TENANT, KEY)] = {"id": KEY, "revoked_at": "now"}
@@ -57,7 +59,7 @@ async def test_a_row_is_read_once_per_ttl(reads: dict[str, Any]) -> None:
 
 
 async def test_a_missing_row_is_not_kept(reads: dict[str, Any]) -> None:
-    directory, conn = Directory(), NO_CONN
+    directory, conn = Directory(NO_POOL), NO_CONN
     assert await directory.key(conn, TENANT, KEY) is None
     reads["rows"][(TENANT, KEY)] = {"id": KEY}
     assert await directory.key(conn, TENANT, KEY) == {"id": KEY}
@@ -73,7 +75,7 @@ async def post(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent) -> htt
 async def test_changes_take_effect_once_the_copy_expired(
     gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
 ) -> None:
-    gateway.directory = Directory(ttl_s=0.3)
+    gateway.directory = Directory(gateway.pool, ttl_s=0.3)
     world = await make_world(gateway, "acme")
     alice = await enroll(gateway_client, world, "alice")
     bob = await enroll(gateway_client, world, "bob")
@@ -95,3 +97,21 @@ async def test_changes_take_effect_once_the_copy_expired(
     disabled = await post(gateway_client, carol, bob)
     assert disabled.status_code == 409, disabled.text
     assert disabled.json()["code"] == "AB-3003"
+
+
+async def test_the_misses_of_sends_that_come_together_are_read_together(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    """Agents whose copies all expired send at once: their credentials' state and their keys
+    and recipients are read in a few transactions, not one each, and every send is answered
+    as if read alone."""
+    world = await make_world(gateway, "acme")
+    agents = [await enroll(gateway_client, world, f"agent-{i}") for i in range(10)]
+    gateway.principals = PrincipalCache(gateway.pool)  # every copy expired, as a second later
+    gateway.directory = Directory(gateway.pool)
+    answers = await asyncio.gather(
+        *(post(gateway_client, a, agents[(i + 1) % len(agents)]) for i, a in enumerate(agents))
+    )
+    assert [r.status_code for r in answers] == [202] * len(agents), [r.text for r in answers]
+    assert 1 <= gateway.principals.gathered.rounds < len(agents) / 2
+    assert 1 <= gateway.directory.gathered.rounds < len(agents) / 2

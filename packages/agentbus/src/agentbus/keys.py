@@ -36,7 +36,8 @@ from platformkit.crypto import (
 )
 from platformkit.db.scope import Conn, Pool, tenant_transaction
 
-from agentbus.db import SCOPE
+from agentbus.db import SCOPE, pipelined_transaction
+from agentbus.gathered import Gathered
 from agentbus.kms import PLATFORM_KEK, kek_id_of, kek_ref_for
 from agentbus.store import tenant_keys, tenants
 
@@ -109,6 +110,14 @@ class TenantKeyStore:
         self.ttl_s = ttl_s
         # (tenant, key id or None for the active key) -> (deadline, row)
         self._cache: dict[tuple[uuid.UUID, int | None], tuple[float, dict[str, Any]]] = {}
+        # an expired row is read once for all the deliveries that want it at that moment
+        self._gathered: Gathered[int | None, Row] = Gathered(self._read)
+
+    async def _read(self, tid: uuid.UUID, versions: list[int | None]) -> dict[int | None, Row]:
+        async with pipelined_transaction(self._pool, tid) as conn:
+            cursors = [await tenant_keys.key_cursor(conn, tid, v) for v in versions]
+            rows = [await cur.fetchone() for cur in cursors]
+        return {v: row for v, row in zip(versions, rows, strict=True) if row is not None}
 
     def _cached(self, key: tuple[uuid.UUID, int | None]) -> dict[str, Any] | None:
         hit = self._cache.get(key)
@@ -144,8 +153,7 @@ class TenantKeyStore:
         if cached is not None:
             return cached
         if conn is None:
-            async with tenant_transaction(self._pool, SCOPE, tid) as own:
-                row = await tenant_keys.key_row(own, tid, version)
+            row = await self._gathered.ask(tid, version)
         else:
             row = await tenant_keys.key_row(conn, tid, version)
         if row is not None:

@@ -44,8 +44,8 @@ class Gateway:
     task_rules: TaskRules | None = None
     analytics: Backend | None = None  # None: this process does not own the analytics store
     proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
-    principals: PrincipalCache = field(default_factory=PrincipalCache)
-    directory: Directory = field(default_factory=Directory)
+    principals: PrincipalCache = field(init=False)
+    directory: Directory = field(init=False)
     limits: SendLimits = field(default_factory=SendLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
     crypto: TenantCrypto = field(init=False)
@@ -54,6 +54,8 @@ class Gateway:
 
     def __post_init__(self) -> None:
         self.request_limits.enforce = self.settings.request_rate_limits
+        self.principals = PrincipalCache(self.pool)
+        self.directory = Directory(self.pool)
         # Payloads use the tenant data keys of tenant_keys (data model §5), unwrapped by the
         # tenant's KEK provider; an unwrapped key is kept for 10 minutes by default (§5.2), and
         # only while its row is unchanged.

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg import AsyncCursor
 
 Row = dict[str, Any]
 
@@ -57,7 +58,12 @@ async def insert_key(
 async def key_row(conn: Conn, tenant_id: uuid.UUID, version: int | None) -> Row | None:
     """A usable version (``None``: the active one), with its tenant's current ``kek_ref`` as
     ``tenant_kek_ref``."""
-    cur = await conn.execute(
+    return await (await key_cursor(conn, tenant_id, version)).fetchone()
+
+
+async def key_cursor(conn: Conn, tenant_id: uuid.UUID, version: int | None) -> AsyncCursor[Row]:
+    """``key_row``, fetched later."""
+    return await conn.execute(
         f"""SELECT k.{COLUMNS.replace(", ", ", k.")}, t.kek_ref AS tenant_kek_ref
               FROM tenant_keys k JOIN tenants t ON t.id = k.tenant_id
              WHERE k.tenant_id = %(t)s AND k.status <> 'destroyed'
@@ -66,7 +72,6 @@ async def key_row(conn: Conn, tenant_id: uuid.UUID, version: int | None) -> Row 
              ORDER BY k.version DESC LIMIT 1""",
         {"t": tenant_id, "v": version},
     )
-    return await cur.fetchone()
 
 
 async def usable_rows(conn: Conn, tenant_id: uuid.UUID) -> list[Row]:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 Row = dict[str, Any]
@@ -53,9 +54,13 @@ async def insert_tenant(
     return row
 
 
+async def tenant_cursor(conn: Conn, tenant_id: uuid.UUID) -> AsyncCursor[Row]:
+    """``get_tenant``, fetched later."""
+    return await conn.execute(f"SELECT {COLUMNS} FROM tenants WHERE id = %s", (tenant_id,))
+
+
 async def get_tenant(conn: Conn, tenant_id: uuid.UUID) -> Row | None:
-    cur = await conn.execute(f"SELECT {COLUMNS} FROM tenants WHERE id = %s", (tenant_id,))
-    return await cur.fetchone()
+    return await (await tenant_cursor(conn, tenant_id)).fetchone()
 
 
 async def lock_tenant(conn: Conn, tenant_id: uuid.UUID) -> Row | None:

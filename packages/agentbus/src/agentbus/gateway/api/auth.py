@@ -138,7 +138,7 @@ async def principal_from_credential(gw: Gateway, token: str) -> AgentPrincipal:
             raise
         await gw.signing.refresh(gw.pool)
         claims = credentials.decode(gw.signing, token)
-    state = await gw.principals.state(gw.pool, claims.tenant_id, claims.agent_id, claims.token_id)
+    state = await gw.principals.state(claims.tenant_id, claims.agent_id, claims.token_id)
     if (
         state is None
         or state["deleted_at"] is not None

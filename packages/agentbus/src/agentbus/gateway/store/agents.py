@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from platformkit.db.scope import Conn
+from psycopg import AsyncCursor
 from psycopg.types.json import Jsonb
 
 Row = dict[str, Any]
@@ -62,6 +63,17 @@ async def agent_by_address(conn: Conn, tenant_id: uuid.UUID, address: str) -> Ro
         (tenant_id, address),
     )
     return await cur.fetchone()
+
+
+async def by_address_cursor(
+    conn: Conn, tenant_id: uuid.UUID, addresses: list[str]
+) -> AsyncCursor[Row]:
+    """``agent_by_address`` for several addresses: the live agents, fetched later."""
+    return await conn.execute(
+        f"""SELECT {COLUMNS} FROM agents
+            WHERE tenant_id = %s AND address = ANY(%s) AND deleted_at IS NULL""",
+        (tenant_id, addresses),
+    )
 
 
 @dataclass(frozen=True)
@@ -190,6 +202,16 @@ async def insert_key(
     row = await cur.fetchone()
     assert row is not None
     return row
+
+
+async def keys_cursor(
+    conn: Conn, tenant_id: uuid.UUID, key_ids: list[uuid.UUID]
+) -> AsyncCursor[Row]:
+    """``get_key`` for several ids: the rows that exist, fetched later."""
+    return await conn.execute(
+        f"SELECT {KEY_COLUMNS} FROM agent_keys WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, key_ids),
+    )
 
 
 async def get_key(conn: Conn, tenant_id: uuid.UUID, key_id: uuid.UUID) -> Row | None:
