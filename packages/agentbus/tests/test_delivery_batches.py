@@ -5,22 +5,27 @@ change its first copy made; ``pending_estimate`` comes from the pulled copies' a
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 from agentbus.db import SCOPE
+from agentbus.delivery.service import DeliveryService
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.domain.wire import format_ts
 from agentbus.gateway.testkit import (
     SimAgent,
     World,
+    enroll,
+    make_world,
     send_message,
     settle_inbox,
 )
 from agentbus.gateway.testkit import poll_inbox as poll
 from agentbus.ids import format_id, parse_id
+from fastapi import FastAPI
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 
@@ -125,3 +130,43 @@ async def test_pending_estimate_comes_from_the_pulled_copies(
     monkeypatch.setattr(gateway.broker.js, "consumer_info", no_info)
     assert (await poll(gateway_client, bob, max=1))["pending_estimate"] == 1
     assert (await poll(gateway_client, bob, max=5))["pending_estimate"] == 0
+
+
+async def test_the_reads_and_acks_of_many_agents_are_written_together(
+    gateway_app: FastAPI, gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    """Agents that settle at the same moment share a round (one transaction): each is answered
+    as if alone, a read of another agent's message in the same round is ``invalid`` and
+    changes nothing, and a repeated id across the round's batches still sees its first
+    change."""
+    client = gateway_client
+    world = await make_world(gateway, "acme")
+    agents = [await enroll(client, world, f"agent-{n}") for n in range(8)]
+    sender, readers = agents[0], agents[1:]
+    sent = {r.agent_id: await send(client, sender, r, n) for n, r in enumerate(readers)}
+    tokens = {}
+    for reader in readers:
+        [delivery] = (await poll(client, reader, wait_s=5))["deliveries"]
+        tokens[reader.agent_id] = delivery["ack_token"]
+    svc: DeliveryService = gateway_app.state.delivery
+    acks = [
+        settle(client, r, "ack", [{"msg_id": sent[r.agent_id], "ack_token": tokens[r.agent_id]}])
+        for r in readers[:4]
+    ]
+    reads = [settle(client, r, "read", [{"msg_id": sent[r.agent_id]}]) for r in readers[4:]]
+    intruder = settle(client, readers[6], "read", [{"msg_id": sent[readers[0].agent_id]}])
+    answers = await asyncio.gather(*acks, *reads, intruder)
+    assert answers[:4] == [[(sent[r.agent_id], "ok", "delivered")] for r in readers[:4]]
+    assert answers[4:7] == [[(sent[r.agent_id], "ok", "read")] for r in readers[4:]]
+    assert answers[7] == [(sent[readers[0].agent_id], "invalid", None)]
+    assert svc.rounds["ack"].rounds < 4
+    assert svc.rounds["read"].rounds < 4
+    rows = await states(gateway, world, list(sent.values()))
+    assert {i: r["status"] for i, r in rows.items()} == {
+        sent[r.agent_id]: "delivered" if n < 4 else "read" for n, r in enumerate(readers)
+    }
+    assert all(rows[i]["transport_acked_at"] is not None for i in sent.values())
+
+    again = [{"msg_id": sent[readers[1].agent_id]}]
+    twice = await asyncio.gather(*(settle(client, readers[1], "read", again) for _ in range(2)))
+    assert sorted(result for [(_id, result, _status)] in twice) == ["already_acked", "ok"]

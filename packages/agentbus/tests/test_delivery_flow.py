@@ -169,7 +169,7 @@ async def test_copy_of_an_acked_message_is_dropped(
     async with tenant_transaction(gateway.pool, SCOPE, tenant) as conn:
         row = await store.lock(conn, tenant, agent, msg)
         assert row is not None
-        moved = await outcomes.acknowledge(conn, tenant, agent, [row], Status.DELIVERED, [None])
+        moved = await outcomes.acknowledge(conn, tenant, [row], Status.DELIVERED, [None])
         assert moved == {msg}
     subject = build_service(gateway).tokens.verify(first["ack_token"], tenant, agent, msg)
     await jetstream.nak(nats_client(gateway.broker), subject.reply, 0)

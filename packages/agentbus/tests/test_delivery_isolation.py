@@ -88,7 +88,7 @@ async def test_row_level_security_hides_the_rows_from_another_tenant_scope(
             row = await store.lock(acme_conn, acme.tenant_id, agent, msg)
         assert row is not None
         delivered = Status.DELIVERED
-        assert not await outcomes.acknowledge(conn, acme.tenant_id, agent, [row], delivered, [None])
+        assert not await outcomes.acknowledge(conn, acme.tenant_id, [row], delivered, [None])
         assert not await outcomes.dead_letter(conn, globex.tenant_id, row, "max_deliveries")
         cur = await conn.execute("SELECT count(*) AS n FROM delivery_state")
         assert (await cur.fetchone()) == {"n": 0}

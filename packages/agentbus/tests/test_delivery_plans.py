@@ -218,10 +218,10 @@ async def test_delivery_statements_probe_by_id(
         assert set(rows) == set(ids)
         fetched = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
         assert await store.mark_fetched(who, acme.tenant_id, bob_id, fetched) == set(ids)
-        locked = await store.lock_many(who, acme.tenant_id, bob_id, ids)
+        locked = await store.lock_many(who, acme.tenant_id, dict.fromkeys(ids, bob_id))
         assert set(locked) == set(ids)
         moved = await store.ack_many(
-            who, acme.tenant_id, bob_id, list(locked.values()), Status.READ, [None] * len(ids)
+            who, acme.tenant_id, list(locked.values()), Status.READ, [None] * len(ids)
         )
         assert moved == set(ids)
         parts = await populated(conn)
@@ -277,7 +277,7 @@ async def test_a_row_changed_while_a_settle_waits_is_locked_as_committed(
 
     async def settle() -> dict[uuid.UUID, Any]:
         async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
-            return await store.lock_many(conn, acme.tenant_id, bob_id, ids[2:3])
+            return await store.lock_many(conn, acme.tenant_id, {ids[2]: bob_id})
 
     locked = await while_held(gateway, acme.tenant_id, ids[2], settle())
     assert set(locked) == {ids[2]}

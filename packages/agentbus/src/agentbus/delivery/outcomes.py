@@ -42,7 +42,6 @@ async def _task_event(
 async def acknowledge(
     conn: Conn,
     tenant_id: uuid.UUID,
-    agent_id: uuid.UUID,
     rows: Sequence[Row],
     to: Status,
     read_ats: Sequence[datetime | None],
@@ -50,10 +49,10 @@ async def acknowledge(
 ) -> set[uuid.UUID]:
     """Transport acks (``fetched -> delivered``, ``transport_acked_at``) or application acks
     (``delivered | fetched -> read``, ``read_at`` from ``read_ats``; from ``fetched`` the
-    transport ack is filled in too) of a batch of locked rows, in one statement. Returns the
-    ids that moved; the others are past that (already delivered, read or terminal). A task
-    request that moved out of ``fetched`` delivers its task."""
-    moved = await store.ack_many(conn, tenant_id, agent_id, rows, to, read_ats)
+    transport ack is filled in too) of a batch of locked rows, each to its own recipient, in one
+    statement. Returns the ids that moved; the others are past that (already delivered, read
+    or terminal). A task request that moved out of ``fetched`` delivers its task."""
+    moved = await store.ack_many(conn, tenant_id, rows, to, read_ats)
     for row in rows:
         if row["id"] not in moved:
             continue

@@ -26,6 +26,7 @@ from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.domain.errors import BrokerUnavailable, ObjectStoreUnavailable
 from agentbus.gateway.store.objectstore import ObjectMissing
+from agentbus.gathered import Gathered
 
 PROBE_KEY = "health/pulls-probe"
 """A key no object has: a working store answers a read of it with "missing"."""
@@ -84,6 +85,9 @@ class DeliveryService:
     store: Dependency = field(init=False, repr=False)
     database: Dependency = field(init=False, repr=False)
     """What pulls need besides NATS; while either is down, pulls take nothing from JetStream."""
+
+    rounds: dict[str, Gathered[Any, Any]] = field(default_factory=dict, repr=False)
+    """Group commits of settling, by verb (``settle._in_round``)."""
 
     open: set[Connection] = field(default_factory=set, repr=False)
     draining: bool = False

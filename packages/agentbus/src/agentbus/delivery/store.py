@@ -13,7 +13,7 @@ without the planner's statistics.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -43,14 +43,15 @@ _COLUMNS = """m.id, m.tenant_id, m.accepted_at, m.type, m.status::text AS status
 # a lock waits for rows another transaction is changing. Statements that lock rows stay
 # bounded below only.
 _BY_IDS = f"""SELECT {_COLUMNS}
-    FROM unnest(%(ids)b::uuid[], %(since)b::timestamptz[]) AS k(id, since)
+    FROM unnest(%(ids)b::uuid[], %(since)b::timestamptz[], %(agents)b::uuid[])
+         AS k(id, since, agent)
     CROSS JOIN LATERAL (
         SELECT * FROM messages m0
          WHERE m0.tenant_id = %(t)s AND m0.id = k.id AND m0.accepted_at >= k.since
-           AND m0.to_agent_id = %(agent)s{{before}}
+           AND m0.to_agent_id = k.agent{{before}}
         OFFSET 0{{lock}}) AS m
     LEFT JOIN LATERAL (
-        SELECT * FROM delivery_state d0 WHERE d0.msg_id = m.id AND d0.agent_id = %(agent)s
+        SELECT * FROM delivery_state d0 WHERE d0.msg_id = m.id AND d0.agent_id = k.agent
         OFFSET 0) AS d ON true"""
 _BEFORE = f" AND m0.accepted_at < {ACCEPTED_BEFORE}"
 
@@ -97,9 +98,11 @@ async def _write_by_tid(conn: Conn, query: str, params: dict[str, Any]) -> list[
     return await cur.fetchall()
 
 
-def _by_ids(tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[str, Any]:
+def _by_ids(tenant_id: uuid.UUID, to: Mapping[uuid.UUID, uuid.UUID]) -> dict[str, Any]:
+    """Parameters of ``_BY_IDS``: ``to`` maps each id to the agent its message must be to."""
+    ids = list(to)
     since = [accepted_since(i) for i in ids]
-    return {"t": tenant_id, "agent": agent_id, "ids": list(ids), "since": since}
+    return {"t": tenant_id, "ids": ids, "since": since, "agents": list(to.values())}
 
 
 async def load(
@@ -109,7 +112,7 @@ async def load(
     if not ids:
         return {}
     cur = await conn.execute(
-        _BY_IDS.format(lock="", before=_BEFORE), _by_ids(tenant_id, agent_id, ids)
+        _BY_IDS.format(lock="", before=_BEFORE), _by_ids(tenant_id, dict.fromkeys(ids, agent_id))
     )
     return {row["id"]: row for row in await cur.fetchall()}
 
@@ -129,18 +132,20 @@ async def lock(
     conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, msg_id: uuid.UUID
 ) -> Row | None:
     """One message to ``agent_id``, row-locked for a status change."""
-    return (await lock_many(conn, tenant_id, agent_id, [msg_id])).get(msg_id)
+    return (await lock_many(conn, tenant_id, {msg_id: agent_id})).get(msg_id)
 
 
 async def lock_many(
-    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    conn: Conn, tenant_id: uuid.UUID, to: Mapping[uuid.UUID, uuid.UUID]
 ) -> dict[uuid.UUID, Row]:
-    """``lock`` for several distinct messages in one statement, locked in id order (so two
-    batches never deadlock); each id keeps its own lower bound on ``accepted_at``."""
-    if not ids:
+    """``lock`` for several distinct messages in one statement, each to the agent ``to`` maps
+    it to (the agents of a group commit may differ), locked in id order (so two batches never
+    deadlock); each id keeps its own lower bound on ``accepted_at``."""
+    if not to:
         return {}
+    in_order = {i: to[i] for i in sorted(to)}
     cur = await conn.execute(
-        _BY_IDS.format(lock=" FOR UPDATE", before=""), _by_ids(tenant_id, agent_id, sorted(ids))
+        _BY_IDS.format(lock=" FOR UPDATE", before=""), _by_ids(tenant_id, in_order)
     )
     return {row["id"]: row for row in await cur.fetchall()}
 
@@ -250,7 +255,6 @@ _ACKED = {
 async def ack_many(
     conn: Conn,
     tenant_id: uuid.UUID,
-    agent_id: uuid.UUID,
     rows: Sequence[Row],
     to: Status,
     read_ats: Sequence[datetime | None],
@@ -260,27 +264,30 @@ async def ack_many(
     ``read_at``, and each moved message's ``delivery_state`` (transport ack; for ``read`` also
     the application ack), in one statement. ``rows`` were locked by the caller (``lock_many``,
     an earlier statement of this transaction), so the update by TID writes their latest
-    version. Returns the ids that moved; the others changed status meanwhile."""
+    version; each row's ``delivery_state`` is its recipient's (``to_agent_id``), so one
+    statement serves the rows of several agents. Returns the ids that moved; the others changed
+    status meanwhile."""
     read_set, app_column, app_set = _ACKED[to]
     app_value = ", COALESCE(moved.read_at, now())" if app_column else ""
-    keys = "unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(reads)b::timestamptz[])"
+    keys = """unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(reads)b::timestamptz[],
+                      %(agents)b::uuid[])"""
     params = {
-        "to": to.value, "t": tenant_id, "agent": agent_id, "from": sources(to),
+        "to": to.value, "t": tenant_id, "from": sources(to),
         "ids": [r["id"] for r in rows], "ats": [r["accepted_at"] for r in rows],
-        "reads": list(read_ats),
+        "reads": list(read_ats), "agents": [r["to_agent_id"] for r in rows],
     }  # fmt: skip
     moved = await _write_by_tid(
         conn,
-        f"""WITH u AS (SELECT * FROM {keys} AS u(id, at, read_at)),
+        f"""WITH u AS (SELECT * FROM {keys} AS u(id, at, read_at, agent)),
             moved AS (
                 UPDATE messages m SET status = %(to)s,
                        delivered_at = COALESCE(m.delivered_at, now()){read_set}
                   FROM u
                  WHERE {_BY_TID}
-             RETURNING m.id, u.read_at)
+             RETURNING m.id, u.read_at, u.agent)
             INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, transport_acked_at
                                              {app_column})
-            SELECT %(t)s, moved.id, %(agent)s, now(){app_value} FROM moved
+            SELECT %(t)s, moved.id, moved.agent, now(){app_value} FROM moved
             ON CONFLICT (msg_id, agent_id) DO UPDATE
                SET transport_acked_at = COALESCE(d.transport_acked_at, now()){app_set}
             RETURNING d.msg_id""",
