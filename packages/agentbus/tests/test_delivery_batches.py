@@ -170,3 +170,33 @@ async def test_the_reads_and_acks_of_many_agents_are_written_together(
     again = [{"msg_id": sent[readers[1].agent_id]}]
     twice = await asyncio.gather(*(settle(client, readers[1], "read", again) for _ in range(2)))
     assert sorted(result for [(_id, result, _status)] in twice) == ["already_acked", "ok"]
+
+
+async def test_the_pulls_of_many_agents_are_written_together(
+    gateway_app: FastAPI, gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    """Agents whose copies arrive at the same moment share a round: each is handed its own
+    message and nobody else's, marked fetched for it alone."""
+    client = gateway_client
+    world = await make_world(gateway, "acme")
+    agents = [await enroll(client, world, f"agent-{n}") for n in range(8)]
+    sender, readers = agents[0], agents[1:]
+    sent = {r.agent_id: await send(client, sender, r, n) for n, r in enumerate(readers)}
+    svc: DeliveryService = gateway_app.state.delivery
+    before = svc.rounds["pull"].rounds if "pull" in svc.rounds else 0
+    answers = await asyncio.gather(*(poll(client, r, wait_s=5) for r in readers))
+    assert [[d["msg_id"] for d in a["deliveries"]] for a in answers] == [
+        [sent[r.agent_id]] for r in readers
+    ]
+    assert svc.rounds["pull"].rounds - before < len(readers)  # some pulls shared a round
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            """SELECT m.id, m.status::text AS status, d.agent_id, d.attempt
+                 FROM messages m JOIN delivery_state d ON d.msg_id = m.id
+                WHERE m.id = ANY(%s)""",
+            ([parse_id("msg", i) for i in sent.values()],),
+        )
+        rows = {format_id("msg", r["id"]): r for r in await cur.fetchall()}
+    assert {
+        i: (r["status"], format_id("agt", r["agent_id"]), r["attempt"]) for i, r in rows.items()
+    } == {sent[r.agent_id]: ("fetched", r.agent_id, 1) for r in readers}

@@ -80,8 +80,8 @@ async def test_row_level_security_hides_the_rows_from_another_tenant_scope(
 
     # globex's scope, asking with acme's ids: no rows, and writes change nothing.
     async with tenant_transaction(gateway.pool, SCOPE, globex.tenant_id) as conn:
-        assert await store.load(conn, acme.tenant_id, agent, [msg]) == {}
-        assert await store.load(conn, globex.tenant_id, agent, [msg]) == {}
+        assert await store.load(conn, acme.tenant_id, {msg: agent}) == {}
+        assert await store.load(conn, globex.tenant_id, {msg: agent}) == {}
         assert await store.lock(conn, globex.tenant_id, agent, msg) is None
         assert await task_store.get_task(conn, acme.tenant_id, msg) is None
         async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as acme_conn:

@@ -214,10 +214,10 @@ async def test_delivery_statements_probe_by_id(
             await conn.execute("SET LOCAL enable_nestloop = off")
         explaining = Explaining(conn, plans)
         who: Any = explaining  # the store functions only call execute
-        rows = await store.load(who, acme.tenant_id, bob_id, ids)
+        rows = await store.load(who, acme.tenant_id, dict.fromkeys(ids, bob_id))
         assert set(rows) == set(ids)
         fetched = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
-        assert await store.mark_fetched(who, acme.tenant_id, bob_id, fetched) == set(ids)
+        assert await store.mark_fetched(who, acme.tenant_id, fetched) == set(ids)
         locked = await store.lock_many(who, acme.tenant_id, dict.fromkeys(ids, bob_id))
         assert set(locked) == set(ids)
         moved = await store.ack_many(
@@ -252,16 +252,16 @@ async def test_a_row_changed_while_the_pull_waits_is_still_marked_fetched(
     acme, _alice, bob, ids = busy
     bob_id = parse_id("agt", bob.agent_id)
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
-        rows = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
+        rows = await store.load(conn, acme.tenant_id, {ids[0]: bob_id})
     copies = [r | {"attempt": 1, "stream_seq": None} for r in rows.values()]
 
     async def pull() -> set[uuid.UUID]:
         async with pipelined_transaction(gateway.pool, acme.tenant_id) as conn:
-            return await store.mark_fetched(conn, acme.tenant_id, bob_id, copies)
+            return await store.mark_fetched(conn, acme.tenant_id, copies)
 
     assert await while_held(gateway, acme.tenant_id, ids[0], pull()) == {ids[0]}
     async with tenant_transaction(gateway.pool, SCOPE, acme.tenant_id) as conn:
-        after = await store.load(conn, acme.tenant_id, bob_id, ids[:1])
+        after = await store.load(conn, acme.tenant_id, {ids[0]: bob_id})
     assert after[ids[0]]["status"] == "fetched"
 
 
@@ -342,7 +342,9 @@ async def test_lookups_by_id_leave_out_the_partitions_ahead(
         ahead = await partitions_ahead(conn)
         explaining = Explaining(conn, plans)
         who: Any = explaining
-        assert set(await store.load(who, acme.tenant_id, parse_id("agt", bob.agent_id), ids))
+        assert set(
+            await store.load(who, acme.tenant_id, dict.fromkeys(ids, parse_id("agt", bob.agent_id)))
+        )
         assert set((await messages.claim_ids(who, acme.tenant_id, ids))[0]) == set(ids)
         assert await messages.find_message(who, acme.tenant_id, ids[0]) is not None
     assert len(ahead) >= 2  # three months are created ahead; the next may start within a day

@@ -112,12 +112,16 @@ def parse_copy(msg: Msg) -> Copy:
     return Copy(msg, msg_id, subject.delivered, subject.stream_seq, subject.pending)
 
 
-async def triage_all(conn: Conn, who: AgentPrincipal, copies: list[Copy]) -> None:
-    """Reads the copies' rows (locking nothing) on ``conn``, in the agent's tenant scope."""
-    ids = [c.msg_id for c in copies if c.msg_id is not None]
-    rows = await store.load(conn, who.tenant_id, who.agent_id, ids)
+async def triage_all(
+    conn: Conn, tenant_id: uuid.UUID, pulls: list[tuple[uuid.UUID, list[Copy]]]
+) -> None:
+    """Reads the rows of the copies pulled for each agent (locking nothing) on ``conn``, in
+    the tenant's scope, in one statement; a copy's row is found only as a message to the agent
+    it was pulled for."""
+    to = {c.msg_id: agent for agent, copies in pulls for c in copies if c.msg_id is not None}
+    rows = await store.load(conn, tenant_id, to)
     now = datetime.now(UTC)
-    for copy in copies:
+    for copy in (c for _agent, copies in pulls for c in copies):
         copy.row = rows.get(copy.msg_id) if copy.msg_id is not None else None
         state = None
         if copy.row is not None:

@@ -3,18 +3,22 @@
 Pull from the agent's consumer; then one transaction for the whole pull: decide about every
 copy (``copies``: triage on the rows it reads, policy re-check) and write the outcome
 (``fetched``, attempts, ``last_fetched_at``, sequence, and the copies dropped as expired or
-discarded). Then the payloads, outside any transaction, so a slow object store holds no
-database connection; a copy whose payload fails is recorded by a transaction of its own (a
-dead letter, or a nak as the recipient's own would be). Then the settles of dropped copies;
-then the answer, in stream order, each delivery with its ack token.
+discarded). That transaction is shared with the pulls of other agents of the tenant whose
+copies arrive at the same moment (``_in_round``, a group commit). Then the payloads, outside
+any transaction, so a slow object store holds no database connection; a copy whose payload
+fails is recorded by a transaction of its own (a dead letter, or a nak as the recipient's own
+would be). Then the settles of dropped copies; then the answer, in stream order, each delivery
+with its ack token.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
 from nats.aio.client import Client
@@ -44,6 +48,7 @@ from agentbus.errors import DatabaseUnavailable
 from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.gateway.metrics import DELIVERIES
+from agentbus.gathered import Gathered
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +75,9 @@ async def fetch(
         copies = await _pull(svc, who, nc, wait_s, max_items, max_bytes, stop)
         if not copies:
             return []
-        notes: Notes = []
-        async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
-            await triage_all(conn, who, copies)
-            await recheck_policy(svc, conn, who, copies)
-            keys = await _write(svc, conn, who, copies, notes)
+        handing = Pull(who, copies)
+        keys = await _in_round(svc, handing)
+        notes = handing.notes
         failed = await load_payloads(svc, who, copies)
         if failed:
             async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
@@ -130,20 +133,61 @@ async def _pull(
     return copies
 
 
+@dataclass(eq=False)
+class Pull:
+    """The copies pulled for one agent, decided about and written in a round with the pulls of
+    other agents of the tenant that come at the same moment (``_in_round``); ``notes`` gets
+    the status notices to publish after the commit."""
+
+    who: AgentPrincipal
+    copies: list[Copy]
+    notes: Notes = field(default_factory=list)
+
+
+async def _in_round(svc: DeliveryService, pull: Pull) -> dict[uuid.UUID, Row]:
+    """Group commit of pulls: those of every agent of the tenant whose copies arrive while the
+    tenant's previous round is being written go into the next round, one transaction, one read
+    of the rows and one write of the fetches for all of them (``agentbus.gathered``). Returns
+    the sender keys of the deliveries."""
+    rounds = svc.rounds.get("pull")
+    if rounds is None:
+        rounds = svc.rounds["pull"] = Gathered(functools.partial(_round, svc))
+    keys = await rounds.ask(pull.who.tenant_id, pull)
+    assert keys is not None, "a round answers every pull"
+    return keys  # type: ignore[no-any-return]
+
+
+async def _round(
+    svc: DeliveryService, tenant_id: uuid.UUID, pulls: list[Pull]
+) -> dict[Pull, dict[uuid.UUID, Row]]:
+    """One transaction for the pulls of a round. A message pulled twice in one round (an agent
+    with two pulls at once, as when a new connection replaces an old one) makes the round
+    write its pulls one after the other, so the later one sees the earlier one's change."""
+    ids = [c.msg_id for p in pulls for c in p.copies if c.msg_id is not None]
+    if len(pulls) > 1 and len(set(ids)) != len(ids):
+        return {p: (await _round(svc, tenant_id, [p]))[p] for p in pulls}
+    async with pipelined_transaction(svc.gateway.pool, tenant_id) as conn:
+        await triage_all(conn, tenant_id, [(p.who.agent_id, p.copies) for p in pulls])
+        for p in pulls:
+            await recheck_policy(svc, conn, p.who, p.copies)
+        keys = await _write(svc, conn, tenant_id, pulls)
+    return dict.fromkeys(pulls, keys)
+
+
 async def _write(
-    svc: DeliveryService, conn: Conn, who: AgentPrincipal, copies: list[Copy], notes: Notes
+    svc: DeliveryService, conn: Conn, tenant_id: uuid.UUID, pulls: list[Pull]
 ) -> dict[uuid.UUID, Row]:
-    """The pull's writes; returns the sender keys of the deliveries. ``notes`` gets the status
-    notices to publish after the commit. A delivery whose message turned terminal meanwhile
-    (sweeper, term) is dropped after all."""
-    handed = [c for c in copies if c.verdict is Triage.DELIVER and c.row is not None]
-    await _record_drops(conn, who, copies, notes)
+    """The round's writes; returns the sender keys of the deliveries. A delivery whose message
+    turned terminal meanwhile (sweeper, term) is dropped after all."""
+    handed = [c for p in pulls for c in p.copies if c.verdict is Triage.DELIVER and c.row]
+    for p in pulls:
+        await _record_drops(conn, p.who, p.copies, p.notes)
     moved = await store.mark_fetched(
-        conn, who.tenant_id, who.agent_id,
+        conn, tenant_id,
         [row | {"attempt": c.attempt, "stream_seq": c.stream_seq}
          for c in handed if (row := c.row) is not None],
     )  # fmt: skip
-    keys = await _sender_keys(svc, conn, who, handed)
+    keys = await _sender_keys(svc, conn, tenant_id, handed)
     for copy in handed:
         if copy.msg_id not in moved:
             copy.drop("ack")
@@ -168,13 +212,13 @@ async def _record_drops(conn: Conn, who: AgentPrincipal, copies: list[Copy], not
 
 
 async def _sender_keys(
-    svc: DeliveryService, conn: Conn, who: AgentPrincipal, handed: list[Copy]
+    svc: DeliveryService, conn: Conn, tenant_id: uuid.UUID, handed: list[Copy]
 ) -> dict[uuid.UUID, Row]:
     """The signing keys of the handed-out envelopes, so the sidecar can verify them (04 §5.1),
     from the gateway's directory (one-second copies, as the send path reads them)."""
     keys: dict[uuid.UUID, Row] = {}
     for key_id in {c.row["signing_key_id"] for c in handed if c.row is not None}:
-        key = await svc.gateway.directory.key(conn, who.tenant_id, key_id)
+        key = await svc.gateway.directory.key(conn, tenant_id, key_id)
         if key is not None:
             keys[key_id] = key
     return keys

@@ -106,14 +106,13 @@ def _by_ids(tenant_id: uuid.UUID, to: Mapping[uuid.UUID, uuid.UUID]) -> dict[str
 
 
 async def load(
-    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, ids: Sequence[uuid.UUID]
+    conn: Conn, tenant_id: uuid.UUID, to: Mapping[uuid.UUID, uuid.UUID]
 ) -> dict[uuid.UUID, Row]:
-    """Messages to ``agent_id`` by id, with that agent's delivery_state columns."""
-    if not ids:
+    """Messages by id, each to the agent ``to`` maps it to, with that agent's delivery_state
+    columns."""
+    if not to:
         return {}
-    cur = await conn.execute(
-        _BY_IDS.format(lock="", before=_BEFORE), _by_ids(tenant_id, dict.fromkeys(ids, agent_id))
-    )
+    cur = await conn.execute(_BY_IDS.format(lock="", before=_BEFORE), _by_ids(tenant_id, to))
     return {row["id"]: row for row in await cur.fetchall()}
 
 
@@ -165,30 +164,32 @@ async def lock_any(
     return await cur.fetchone()
 
 
-async def mark_fetched(
-    conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID, copies: Sequence[Row]
-) -> set[uuid.UUID]:
-    """One round trip for a whole pull (the lock, then one statement): ``fetched``, attempts =
-    JetStream's delivery count, ``stream_seq`` if still NULL; delivery_state attempt,
-    ``last_fetched_at``, ``nak_until = NULL``. ``copies`` carry id, accepted_at, attempt and
-    stream_seq; returns the ids whose status moved (the rest changed status meanwhile)."""
+async def mark_fetched(conn: Conn, tenant_id: uuid.UUID, copies: Sequence[Row]) -> set[uuid.UUID]:
+    """One round trip for a whole pull, or a round of pulls of several agents (the lock, then
+    one statement): ``fetched``, attempts = JetStream's delivery count, ``stream_seq`` if still
+    NULL; the recipient's (``to_agent_id``) delivery_state attempt, ``last_fetched_at``,
+    ``nak_until = NULL``. ``copies`` carry id, accepted_at, to_agent_id, attempt and
+    stream_seq, each id once; returns the ids whose status moved (the rest changed status
+    meanwhile)."""
     if not copies:
         return set()
     params = {
         "ids": [c["id"] for c in copies], "ats": [c["accepted_at"] for c in copies],
         "attempts": [c["attempt"] for c in copies], "seqs": [c["stream_seq"] for c in copies],
-        "t": tenant_id, "agent": agent_id, "from": sources(Status.FETCHED),
+        "agents": [c["to_agent_id"] for c in copies], "t": tenant_id,
+        "from": sources(Status.FETCHED),
     }  # fmt: skip
     await conn.execute(_LOCK, params)
     rows = await _write_by_tid(
         conn,
         f"""WITH u AS (
                 SELECT * FROM unnest(%(ids)b::uuid[], %(ats)b::timestamptz[], %(attempts)b::int[],
-                                     %(seqs)b::bigint[]) AS u(id, at, attempt, seq)),
+                                     %(seqs)b::bigint[], %(agents)b::uuid[])
+                           AS u(id, at, attempt, seq, agent)),
             state AS (
                 INSERT INTO delivery_state AS d (tenant_id, msg_id, agent_id, attempt,
                                                  last_fetched_at)
-                SELECT %(t)s, u.id, %(agent)s, u.attempt, now() FROM u
+                SELECT %(t)s, u.id, u.agent, u.attempt, now() FROM u
                 ON CONFLICT (msg_id, agent_id) DO UPDATE
                    SET attempt = GREATEST(d.attempt, excluded.attempt),
                        last_fetched_at = now(), nak_until = NULL)
