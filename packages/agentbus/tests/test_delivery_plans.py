@@ -301,7 +301,7 @@ async def test_record_receipts_writes_a_row_changed_while_it_waits(
         async with gateway.pool.connection() as conn:
             await conn.execute(
                 "SELECT record_receipts(%s, %s, %s, %s, %s, %s, %s, %s)",
-                (acme.tenant_id, uuid.uuid4(), [uuid.uuid4()], [ids[1]], [4242],
+                (acme.tenant_id, [uuid.uuid4()], [uuid.uuid4()], [ids[1]], [4242],
                  [row["accepted_at"]], [b"signature"], [row["accepted_at"]]),
             )  # fmt: skip
 

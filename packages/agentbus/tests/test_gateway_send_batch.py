@@ -6,16 +6,19 @@ in order."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 from agentbus import broker
 from agentbus.db import SCOPE
-from agentbus.gateway.actions.receipts import verify_receipt
+from agentbus.gateway.actions.receipts import ReceiptWrites, verify_receipt
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.store import messages
+from agentbus.gateway.store.receipts import insert_receipts
 from agentbus.gateway.testkit import SimAgent, World, enroll, make_world
 from agentbus.ids import format_id, parse_id
 from agentbus.tasks.errors import TaskNotFound
@@ -279,3 +282,43 @@ async def test_tasks_in_a_batch_keep_the_messages_around_them(
     assert task.status_code == 200, task.text
     missing = await gateway_client.get(f"/v1/tasks/{to_bob['subject']}", headers=alice.headers())
     assert missing.status_code == 404
+
+
+async def test_receipts_of_several_sends_are_recorded_together_each_with_its_token(
+    gateway: Gateway, gateway_client: httpx.AsyncClient
+) -> None:
+    """Sends that finish at the same moment share one ``record_receipts`` call, and each
+    receipt row names the token behind its own send's credential."""
+    world = await make_world(gateway, "acme")
+    agents = [await enroll(gateway_client, world, f"agent-{n}") for n in range(6)]
+    writes = gateway.receipts = ReceiptWrites(gateway.pool)
+    replies = await asyncio.gather(
+        *(
+            post_batch(
+                gateway_client, a, [a.sign(a.envelope(agents[(n + 1) % 6].address, {"text": "hi"}))]
+            )
+            for n, a in enumerate(agents)
+        )
+    )
+    assert [r.status_code for r in replies] == [200] * 6, [r.text for r in replies]
+    assert writes.gathered.rounds < len(agents)
+    assert [r.json()["results"][0]["status"] for r in replies] == [202] * 6, replies[0].text
+    ids = [parse_id("msg", r.json()["results"][0]["message"]["id"]) for r in replies]
+    rows = [
+        {"id": uuid7(), "msg_id": ids[0], "stream_seq": None, "issued_at": datetime.now(UTC),
+         "signature": b"s", "issued_to_token": token, "message_accepted_at": None}
+        for token in (uuid7(), uuid7())
+    ]  # fmt: skip
+    async with gateway.pool.connection() as conn:
+        await insert_receipts(conn, world.tenant_id, rows)
+    async with tenant_transaction(gateway.pool, SCOPE, world.tenant_id) as conn:
+        cur = await conn.execute(
+            "SELECT msg_id, stream_seq, issued_to_token FROM receipts WHERE msg_id = ANY(%s)",
+            (ids,),
+        )
+        found = await cur.fetchall()
+    sent = [r for r in found if r["stream_seq"] is not None]
+    assert sorted(r["msg_id"] for r in sent) == sorted(ids)
+    assert {r["issued_to_token"] for r in found if r["stream_seq"] is None} == {
+        row["issued_to_token"] for row in rows
+    }

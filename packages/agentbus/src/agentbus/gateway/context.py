@@ -15,6 +15,7 @@ from starlette.requests import HTTPConnection
 
 from agentbus.broker import Broker
 from agentbus.gateway.actions.policy import PolicyEngine
+from agentbus.gateway.actions.receipts import ReceiptWrites
 from agentbus.gateway.actions.send_limits import SendLimits
 from agentbus.gateway.actions.signing import SigningKeys
 from agentbus.gateway.api.principals import PrincipalCache
@@ -46,6 +47,7 @@ class Gateway:
     proofs: ProofReplayCache = field(default_factory=ProofReplayCache)
     principals: PrincipalCache = field(init=False)
     directory: Directory = field(init=False)
+    receipts: ReceiptWrites = field(init=False)
     limits: SendLimits = field(default_factory=SendLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
     crypto: TenantCrypto = field(init=False)
@@ -56,6 +58,7 @@ class Gateway:
         self.request_limits.enforce = self.settings.request_rate_limits
         self.principals = PrincipalCache(self.pool)
         self.directory = Directory(self.pool)
+        self.receipts = ReceiptWrites(self.pool)
         # Payloads use the tenant data keys of tenant_keys (data model §5), unwrapped by the
         # tenant's KEK provider; an unwrapped key is kept for 10 minutes by default (§5.2), and
         # only while its row is unchanged.

@@ -22,7 +22,7 @@ from agentbus.gateway.actions.conversations import join_conversation
 from agentbus.gateway.actions.hooks import PendingSend, SendResult, TaskRules
 from agentbus.gateway.actions.payloads import INLINE_MAX_BYTES, seal_payload
 from agentbus.gateway.actions.publish import ensure_tenant_stream, publish_message
-from agentbus.gateway.actions.receipts import ReceiptFor, issue_receipts
+from agentbus.gateway.actions.receipts import ReceiptFor, sign_receipts
 from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.api.views import ts
 from agentbus.gateway.context import Gateway
@@ -116,8 +116,9 @@ async def finish_sends(
 ) -> list[SendResult]:
     """Steps 5-7 after the commit of the ``messages`` rows: publish them all (in order, on one
     NATS connection, without waiting for one PubAck before the next publish), then record every
-    sequence and signed receipt in one statement. ``accepted`` pairs a send with the response's
-    ``task`` member."""
+    sequence and signed receipt in one statement, shared with the sends of other agents of the
+    tenant that finish at the same moment (``gw.receipts``). ``accepted`` pairs a send with the
+    response's ``task`` member."""
     # The stream first, once: with nothing left to wait for before its write, each publish
     # below reaches the connection in the order of ``accepted``, which is the lanes' order.
     with contextlib.suppress(Exception):  # not ready: each publish says so and returns None
@@ -133,11 +134,8 @@ async def finish_sends(
         ReceiptFor(send.envelope.msg_id, seq, send.message["accepted_at"])
         for (send, _), seq in zip(accepted, seqs, strict=True)
     ]
-    async with gw.pool.connection() as conn:
-        # one statement, its own transaction: it scopes itself to the tenant (record_receipts)
-        receipts = await issue_receipts(
-            conn, gw.signing, principal.tenant_id, principal.token_id, items
-        )
+    rows, receipts = sign_receipts(gw.signing, principal.token_id, items)
+    await gw.receipts.record(principal.tenant_id, rows)
     results = []
     for (send, task), seq, receipt in zip(accepted, seqs, receipts, strict=True):
         env = send.envelope

@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from platformkit.db.scope import Conn
+from platformkit.db.scope import Conn, Pool
 from platformkit.ids import uuid7
 from wirekit import canonical_json
 
 from agentbus.gateway.actions.signing import SigningKeys
 from agentbus.gateway.domain.wire import b64url_decode, b64url_encode, format_ts, truncate_ms
 from agentbus.gateway.store import receipts as store
+from agentbus.gathered import Gathered
 from agentbus.ids import format_id
 
 RECEIPT_TYPE = "agentbus.receipt.v1"
@@ -71,6 +72,23 @@ class ReceiptFor:
     message_accepted_at: datetime | None = None
 
 
+def sign_receipts(
+    signing: SigningKeys, token_id: uuid.UUID, items: list[ReceiptFor]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One signed receipt per item: the rows to record (``store.insert_receipts``) and the
+    receipts as the API shows them, both in the order of ``items``."""
+    issued_at = truncate_ms(datetime.now(UTC))
+    rows, views = [], []
+    for item in items:
+        row: dict[str, Any] = {"id": uuid7(), "msg_id": item.msg_id, "stream_seq": item.seq,
+               "issued_at": issued_at, "message_accepted_at": item.message_accepted_at,
+               "issued_to_token": token_id}  # fmt: skip
+        kid, row["signature"] = signing.sign(signed_bytes(_members(row)))
+        rows.append(row)
+        views.append(receipt_view(row, kid))
+    return rows, views
+
+
 async def issue_receipts(
     conn: Conn,
     signing: SigningKeys,
@@ -78,18 +96,36 @@ async def issue_receipts(
     token_id: uuid.UUID,
     items: list[ReceiptFor],
 ) -> list[dict[str, Any]]:
-    """Sign and insert one receipt per item, in one statement; the receipts as the API shows
-    them, in the order of ``items``."""
-    issued_at = truncate_ms(datetime.now(UTC))
-    rows, views = [], []
-    for item in items:
-        row: dict[str, Any] = {"id": uuid7(), "msg_id": item.msg_id, "stream_seq": item.seq,
-               "issued_at": issued_at, "message_accepted_at": item.message_accepted_at}  # fmt: skip
-        kid, row["signature"] = signing.sign(signed_bytes(_members(row)))
-        rows.append(row)
-        views.append(receipt_view(row, kid))
-    await store.insert_receipts(conn, tenant_id, token_id, rows)
+    """Sign and insert one receipt per item on ``conn``, in one statement; the receipts as
+    the API shows them, in the order of ``items``."""
+    rows, views = sign_receipts(signing, token_id, items)
+    await store.insert_receipts(conn, tenant_id, rows)
     return views
+
+
+@dataclass(eq=False)
+class _Batch:
+    rows: list[dict[str, Any]]
+
+
+class ReceiptWrites:
+    """Where the send path records its receipts after the publish: the receipts of the sends
+    of a tenant that finish while the tenant's previous write is under way are recorded by the
+    next one, one ``record_receipts`` call for all of them (each row names its own token), so
+    a thousand agents each sending a message at a time do not pay a transaction each. A send
+    is answered once its receipts are committed, as before."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+        self.gathered: Gathered[_Batch, bool] = Gathered(self._write)
+
+    async def record(self, tenant_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
+        await self.gathered.ask(tenant_id, _Batch(rows))
+
+    async def _write(self, tenant_id: uuid.UUID, batches: list[_Batch]) -> dict[_Batch, bool]:
+        async with self._pool.connection() as conn:  # autocommit: one statement, committed
+            await store.insert_receipts(conn, tenant_id, [r for b in batches for r in b.rows])
+        return dict.fromkeys(batches, True)
 
 
 async def issue_receipt(

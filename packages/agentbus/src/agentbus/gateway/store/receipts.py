@@ -12,22 +12,21 @@ Row = dict[str, Any]
 COLUMNS = "id, tenant_id, msg_id, stream_seq, issued_to_token, issued_at, signature"
 
 
-async def insert_receipts(
-    conn: Conn, tenant_id: uuid.UUID, issued_to_token: uuid.UUID, rows: list[Row]
-) -> None:
+async def insert_receipts(conn: Conn, tenant_id: uuid.UUID, rows: list[Row]) -> None:
     """Insert receipt rows (``id``, ``msg_id``, ``stream_seq``, ``issued_at``, ``signature``,
-    and ``message_accepted_at``) with ``record_receipts`` (migration 0008), which sets the
-    tenant scope itself: one statement on an autocommit connection, or one more statement inside
-    the caller's transaction for the same tenant. Where a row has a ``stream_seq`` and its
-    message's ``message_accepted_at``, the sequence is also written into the ``messages`` row
-    where it is still NULL (05 §3 step 6), as the send path does. The arrays travel in binary
-    (``%b``): psycopg builds a text array in Python, element by element, at 2-3 µs each."""
+    ``issued_to_token`` and ``message_accepted_at``) with ``record_receipts`` (migrations 0008
+    and 0025), which sets the tenant scope itself: one statement on an autocommit connection,
+    or one more statement inside the caller's transaction for the same tenant. Where a row has
+    a ``stream_seq`` and its message's ``message_accepted_at``, the sequence is also written
+    into the ``messages`` row where it is still NULL (05 §3 step 6), as the send path does. The
+    arrays travel in binary (``%b``): psycopg builds a text array in Python, element by
+    element, at 2-3 µs each."""
     await conn.execute(
-        """SELECT record_receipts(%s, %s, %b::uuid[], %b::uuid[], %b::bigint[],
+        """SELECT record_receipts(%s, %b::uuid[], %b::uuid[], %b::uuid[], %b::bigint[],
                                   %b::timestamptz[], %b::bytea[], %b::timestamptz[])""",
         (
             tenant_id,
-            issued_to_token,
+            [r["issued_to_token"] for r in rows],
             [r["id"] for r in rows],
             [r["msg_id"] for r in rows],
             [r["stream_seq"] for r in rows],
