@@ -66,6 +66,38 @@ async def test_a_missing_row_is_not_kept(reads: dict[str, Any]) -> None:
     assert reads["calls"] == 2
 
 
+async def test_several_keys_read_those_not_at_hand_in_one_statement(
+    reads: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pull's sender keys: the keys at hand cost nothing, the rest one statement."""
+    asked: list[list[uuid.UUID]] = []
+
+    class Cursor:
+        def __init__(self, rows: list[Any]) -> None:
+            self.rows = rows
+
+        async def fetchall(self) -> list[Any]:
+            return self.rows
+
+    async def keys_cursor(_conn: Any, tenant_id: uuid.UUID, key_ids: list[uuid.UUID]) -> Cursor:
+        asked.append(sorted(key_ids))
+        return Cursor(
+            [reads["rows"][tenant_id, k] for k in key_ids if (tenant_id, k) in reads["rows"]]
+        )
+
+    monkeypatch.setattr(directory_module.agents, "keys_cursor", keys_cursor)
+    directory, conn = Directory(NO_POOL), NO_CONN
+    other, gone = uuid.uuid4(), uuid.uuid4()
+    reads["rows"][(TENANT, KEY)] = {"id": KEY}
+    reads["rows"][(TENANT, other)] = {"id": other}
+    assert await directory.key(conn, TENANT, KEY) == {"id": KEY}  # now at hand
+    found = await directory.keys(conn, TENANT, [KEY, other, gone, other])
+    assert found == {KEY: {"id": KEY}, other: {"id": other}}
+    assert asked == [sorted([other, gone])]
+    assert await directory.keys(conn, TENANT, [other]) == {other: {"id": other}}
+    assert asked == [sorted([other, gone])]  # kept for the TTL like any other copy
+
+
 async def post(client: httpx.AsyncClient, sender: SimAgent, to: SimAgent) -> httpx.Response:
     env = sender.sign(sender.envelope(to.address, {"text": "hello"}))
     headers = {**sender.headers(), "Content-Type": "application/cloudevents+json"}

@@ -140,14 +140,18 @@ def _deliverable(copies: list[Copy]) -> list[tuple[Copy, Row]]:
 
 
 async def recheck_policy(
-    svc: DeliveryService, conn: Conn, who: AgentPrincipal, copies: list[Copy]
+    svc: DeliveryService,
+    conn: Conn,
+    who: AgentPrincipal,
+    copies: list[Copy],
+    recipient: Row | None,
 ) -> None:
     """The ``read`` action of the recipient's policies for each deliverable copy (principal:
-    the recipient, resource: the sender), with the set in force now."""
+    the recipient, resource: the sender), with the set in force now. ``recipient``: the
+    agent's row, read by the caller in this transaction (None: gone)."""
     engine, found = svc.gateway.policy, _deliverable(copies)
     if not found:
         return
-    recipient = await get_agent(conn, who.tenant_id, who.agent_id)
     try:
         compiled = None
         if recipient is not None:

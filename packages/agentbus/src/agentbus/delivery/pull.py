@@ -48,6 +48,7 @@ from agentbus.errors import DatabaseUnavailable
 from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.gateway.metrics import DELIVERIES
+from agentbus.gateway.store.agents import agents_cursor
 from agentbus.gathered import Gathered
 
 log = logging.getLogger(__name__)
@@ -168,8 +169,10 @@ async def _round(
         return {p: (await _round(svc, tenant_id, [p]))[p] for p in pulls}
     async with pipelined_transaction(svc.gateway.pool, tenant_id) as conn:
         await triage_all(conn, tenant_id, [(p.who.agent_id, p.copies) for p in pulls])
+        cursor = await agents_cursor(conn, tenant_id, [p.who.agent_id for p in pulls])
+        recipients = {row["id"]: row for row in await cursor.fetchall()}
         for p in pulls:
-            await recheck_policy(svc, conn, p.who, p.copies)
+            await recheck_policy(svc, conn, p.who, p.copies, recipients.get(p.who.agent_id))
         keys = await _write(svc, conn, tenant_id, pulls)
     return dict.fromkeys(pulls, keys)
 
@@ -215,13 +218,10 @@ async def _sender_keys(
     svc: DeliveryService, conn: Conn, tenant_id: uuid.UUID, handed: list[Copy]
 ) -> dict[uuid.UUID, Row]:
     """The signing keys of the handed-out envelopes, so the sidecar can verify them (04 §5.1),
-    from the gateway's directory (one-second copies, as the send path reads them)."""
-    keys: dict[uuid.UUID, Row] = {}
-    for key_id in {c.row["signing_key_id"] for c in handed if c.row is not None}:
-        key = await svc.gateway.directory.key(conn, tenant_id, key_id)
-        if key is not None:
-            keys[key_id] = key
-    return keys
+    from the gateway's directory (one-second copies, as the send path reads them); those not
+    at hand are read by one statement."""
+    wanted = [c.row["signing_key_id"] for c in handed if c.row is not None]
+    return await svc.gateway.directory.keys(conn, tenant_id, wanted)
 
 
 def _answer(

@@ -38,6 +38,16 @@ async def insert_agent(conn: Conn, tenant_id: uuid.UUID, values: Row) -> Row:
     return row
 
 
+async def agents_cursor(
+    conn: Conn, tenant_id: uuid.UUID, agent_ids: list[uuid.UUID]
+) -> AsyncCursor[Row]:
+    """``get_agent`` for several ids: the rows that exist, fetched later."""
+    return await conn.execute(
+        f"SELECT {COLUMNS} FROM agents WHERE tenant_id = %s AND id = ANY(%s)",
+        (tenant_id, agent_ids),
+    )
+
+
 async def get_agent(conn: Conn, tenant_id: uuid.UUID, agent_id: uuid.UUID) -> Row | None:
     cur = await conn.execute(
         f"SELECT {COLUMNS} FROM agents WHERE tenant_id = %s AND id = %s", (tenant_id, agent_id)

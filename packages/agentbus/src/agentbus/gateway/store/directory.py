@@ -119,6 +119,25 @@ class Directory:
             tenant_id, "key", key_id, lambda: agents.get_key(conn, tenant_id, key_id)
         )
 
+    async def keys(
+        self, conn: Conn, tenant_id: uuid.UUID, key_ids: Iterable[uuid.UUID]
+    ) -> dict[uuid.UUID, Row]:
+        """``key`` for several ids: those at hand, and the rest read by one statement on
+        ``conn`` (a pull's sender keys)."""
+        now = time.monotonic()
+        found: dict[uuid.UUID, Row] = {}
+        missing = []
+        for key_id in set(key_ids):
+            if self._fresh((tenant_id, "key", key_id), now):
+                found[key_id] = self._rows[tenant_id, "key", key_id][1]
+            else:
+                missing.append(key_id)
+        if missing:
+            for row in await (await agents.keys_cursor(conn, tenant_id, missing)).fetchall():
+                found[row["id"]] = row
+                self._keep((tenant_id, "key", row["id"]), row, now)
+        return found
+
     async def tenant(self, conn: Conn, tenant_id: uuid.UUID) -> Row | None:
         return await self._row(
             tenant_id, "tenant", None, lambda: tenants.get_tenant(conn, tenant_id)
