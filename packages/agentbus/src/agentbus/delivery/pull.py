@@ -49,7 +49,6 @@ from agentbus.gateway.api.principals import AgentPrincipal
 from agentbus.gateway.domain.errors import BrokerUnavailable
 from agentbus.gateway.metrics import DELIVERIES
 from agentbus.gateway.store.agents import agents_cursor
-from agentbus.gathered import Gathered
 
 log = logging.getLogger(__name__)
 
@@ -150,9 +149,7 @@ async def _in_round(svc: DeliveryService, pull: Pull) -> dict[uuid.UUID, Row]:
     tenant's previous round is being written go into the next round, one transaction, one read
     of the rows and one write of the fetches for all of them (``agentbus.gathered``). Returns
     the sender keys of the deliveries."""
-    rounds = svc.rounds.get("pull")
-    if rounds is None:
-        rounds = svc.rounds["pull"] = Gathered(functools.partial(_round, svc))
+    rounds = svc.rounds_of("pull", functools.partial(_round, svc))
     keys = await rounds.ask(pull.who.tenant_id, pull)
     assert keys is not None, "a round answers every pull"
     return keys  # type: ignore[no-any-return]

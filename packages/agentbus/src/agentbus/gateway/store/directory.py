@@ -128,8 +128,9 @@ class Directory:
         found: dict[uuid.UUID, Row] = {}
         missing = []
         for key_id in set(key_ids):
-            if self._fresh((tenant_id, "key", key_id), now):
-                found[key_id] = self._rows[tenant_id, "key", key_id][1]
+            hit = self._rows.get((tenant_id, "key", key_id))
+            if hit is not None and hit[0] > now:
+                found[key_id] = hit[1]
             else:
                 missing.append(key_id)
         if missing:
