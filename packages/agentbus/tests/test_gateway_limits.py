@@ -9,6 +9,7 @@ from agentbus.gateway.domain.limits import (
     Bucket,
     backlog_full,
     full_in_s,
+    give_back,
     refill,
     retry_after_header,
     stream_full,
@@ -128,3 +129,29 @@ def test_full_in_is_when_the_bucket_is_full_again(
     if wait > 1e-6:
         assert refill(bucket, at + wait * 0.5, per_minute, capacity).tokens < capacity
     assert full_in_s(refill(None, at, per_minute, capacity), per_minute, capacity) == 0
+
+
+@given(
+    rates,
+    times,
+    st.floats(0, 1, allow_nan=False),
+    st.integers(1, 50),
+    st.floats(0, 120, allow_nan=False),
+)
+def test_tokens_given_back_leave_the_bucket_as_if_never_taken(
+    per_minute: int, now: float, level: float, tokens: int, later: float
+) -> None:
+    """The tokens of undone sends, given back at any later moment, leave the bucket where it
+    would be had they not been taken, never above its capacity."""
+    start = Bucket(level * per_minute, now)
+    bucket, taken_n = start, 0
+    for _ in range(tokens):
+        taken = take(bucket, now, per_minute)
+        if not taken.allowed:
+            break
+        bucket, taken_n = taken.bucket, taken_n + 1
+    given = give_back(bucket, now + later, per_minute, taken_n)
+    untaken = refill(start, now + later, per_minute)
+    assert given.tokens <= per_minute
+    assert abs(given.tokens - untaken.tokens) <= 1e-9 * per_minute
+    assert given.at == untaken.at

@@ -71,3 +71,13 @@ class Gathered[K: Hashable, V]:
             del self._readers[tenant_id]
             for future in [*asked.values(), *self._asked.pop(tenant_id, {}).values()]:
                 future.cancel()
+
+
+class Rounds(dict[str, Gathered[Any, Any]]):
+    """A process's group commits, by name, each made on first use (``of``)."""
+
+    def of(self, name: str, do: Round[Any, Any]) -> Gathered[Any, Any]:
+        rounds = self.get(name)
+        if rounds is None:
+            rounds = self[name] = Gathered(do)
+        return rounds

@@ -149,7 +149,7 @@ async def _in_round(svc: DeliveryService, pull: Pull) -> dict[uuid.UUID, Row]:
     tenant's previous round is being written go into the next round, one transaction, one read
     of the rows and one write of the fetches for all of them (``agentbus.gathered``). Returns
     the sender keys of the deliveries."""
-    rounds = svc.rounds_of("pull", functools.partial(_round, svc))
+    rounds = svc.rounds.of("pull", functools.partial(_round, svc))
     keys = await rounds.ask(pull.who.tenant_id, pull)
     assert keys is not None, "a round answers every pull"
     return keys  # type: ignore[no-any-return]

@@ -26,7 +26,7 @@ from agentbus.delivery.tokens import AckTokens
 from agentbus.gateway.context import Gateway, get_gateway
 from agentbus.gateway.domain.errors import BrokerUnavailable, ObjectStoreUnavailable
 from agentbus.gateway.store.objectstore import ObjectMissing
-from agentbus.gathered import Gathered, Round
+from agentbus.gathered import Rounds
 
 PROBE_KEY = "health/pulls-probe"
 """A key no object has: a working store answers a read of it with "missing"."""
@@ -86,16 +86,9 @@ class DeliveryService:
     database: Dependency = field(init=False, repr=False)
     """What pulls need besides NATS; while either is down, pulls take nothing from JetStream."""
 
-    rounds: dict[str, Gathered[Any, Any]] = field(default_factory=dict, repr=False)
+    rounds: Rounds = field(default_factory=Rounds, repr=False)
     """This process's group commits, by name: pulls (``pull._in_round``), acks and reads
     (``settle._in_round``)."""
-
-    def rounds_of(self, name: str, do: Round[Any, Any]) -> Gathered[Any, Any]:
-        """The group commit ``name``, made with ``do`` on first use."""
-        rounds = self.rounds.get(name)
-        if rounds is None:
-            rounds = self.rounds[name] = Gathered(do)
-        return rounds
 
     open: set[Connection] = field(default_factory=set, repr=False)
     draining: bool = False

@@ -160,7 +160,7 @@ async def _in_round(svc: DeliveryService, verb: str, request: Request) -> Settle
     """Group commit: the acks (or reads) of every agent of the tenant that come while the
     tenant's previous round of them is being written go into the next round, one transaction
     and one statement per table for all of them (``agentbus.gathered``)."""
-    rounds = svc.rounds_of(verb, functools.partial(_round, svc, verb))
+    rounds = svc.rounds.of(verb, functools.partial(_round, svc, verb))
     settled = await rounds.ask(request.who.tenant_id, request)
     assert settled is not None, "a round answers every request"
     return settled  # type: ignore[no-any-return]

@@ -24,6 +24,7 @@ from agentbus.gateway.config import GatewaySettings
 from agentbus.gateway.domain.proofs import ProofReplayCache
 from agentbus.gateway.store.directory import Directory
 from agentbus.gateway.store.objectstore import ObjectStore
+from agentbus.gathered import Rounds
 from agentbus.keys import TenantKeyStore
 from agentbus.kms import providers_from
 from agentbus.tenant_crypto import TenantCrypto
@@ -48,6 +49,7 @@ class Gateway:
     principals: PrincipalCache = field(init=False)
     directory: Directory = field(init=False)
     receipts: ReceiptWrites = field(init=False)
+    rounds: Rounds = field(default_factory=Rounds, repr=False)  # group commits: sends
     limits: SendLimits = field(default_factory=SendLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
     crypto: TenantCrypto = field(init=False)

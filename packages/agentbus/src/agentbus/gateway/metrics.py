@@ -9,6 +9,9 @@ bounds (the AB codes, the statuses), so the number of series stays small whateve
   ``replayed`` (a repeat of an accepted id), or the AB code that refused it.
 - ``agentbus_publish_unconfirmed_total``: accepted messages JetStream did not confirm at once;
   the reconciler publishes them.
+- ``agentbus_send_rounds_undone_total``: transactions shared by the sends of several requests
+  that one request's failure undid (a dependency down, a policy set that cannot be evaluated);
+  their requests then ran one by one. A steady rise means a failing dependency, not load.
 - ``agentbus_deliveries_total``: copies handed out to sidecars, redeliveries included.
 - ``agentbus_message_status_total{status}``: committed status changes after delivery
   (``delivered``, ``read``, ``expired``, ``dead_lettered``, ``discarded``), counted where their
@@ -31,6 +34,7 @@ __all__ = [
     "PAYLOAD_OPENS",
     "PUBLISH_UNCONFIRMED",
     "SENDS",
+    "SEND_ROUNDS_UNDONE",
     "count_send",
 ]
 
@@ -42,6 +46,10 @@ SENDS = Counter(
 PUBLISH_UNCONFIRMED = Counter(
     "agentbus_publish_unconfirmed",
     "Accepted messages JetStream did not confirm at once (left to the reconciler)",
+)
+SEND_ROUNDS_UNDONE = Counter(
+    "agentbus_send_rounds_undone",
+    "Shared send transactions undone by one request's failure, their requests then run alone",
 )
 DELIVERIES = Counter("agentbus_deliveries", "Copies handed out to sidecars, redeliveries included")
 MESSAGE_STATUS = Counter(

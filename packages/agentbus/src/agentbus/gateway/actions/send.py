@@ -16,6 +16,11 @@ being tried, so a lane never gets ahead of a message its sender must send again 
 What fails the request itself (a dependency down: AB-9xxx and other 5xx) fails every envelope,
 and nothing of the batch is stored.
 
+The requests of a tenant's agents that come while its previous one is being written share the
+next transaction (``_round``, a group commit): one claim of their ids, one insert of their rows,
+one commit, each request still checked and answered as alone. A thousand agents each sending a
+message now and then no longer pay a transaction each.
+
 The transaction runs in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
 scope and statements whose results are not needed yet share round trips; the sender's key, the
 tenant and the recipient come from ``gw.directory`` (one-second copies), asked for before the
@@ -25,8 +30,10 @@ transaction opens, so that the misses of sends that come together are read toget
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,7 +64,7 @@ from agentbus.gateway.domain.envelope import (
     verify_signature,
 )
 from agentbus.gateway.domain.schemas import MESSAGE, check_type_and_data
-from agentbus.gateway.metrics import count_send
+from agentbus.gateway.metrics import SEND_ROUNDS_UNDONE, count_send
 from agentbus.gateway.store import conversations, messages
 from agentbus.ids import format_id
 from agentbus.policies.domain import Request as PolicyRequest
@@ -260,6 +267,50 @@ def _refusal(exc: AgentBusError) -> AgentBusError:
     return exc
 
 
+@dataclass(eq=False)
+class _Batch:
+    """One request's envelopes on their way through a transaction, the round's or its own, and
+    their answers as they come."""
+
+    principal: AgentPrincipal
+    items: list[tuple[Lane, Parsed | AgentBusError]]
+    now: datetime
+    task_rules: TaskRules | None
+    answers: list[Answer | None] = field(init=False)
+    refused: dict[Lane, int] = field(init=False, default_factory=dict)
+    """lane -> position of its first refused envelope"""
+    signed: list[tuple[int, Lane, PendingSend]] = field(init=False, default_factory=list)
+    accepted: list[tuple[int, PendingSend, Task]] = field(init=False, default_factory=list)
+    replays: list[tuple[int, Parsed, dict[str, Any] | None, TaskRules | None]] = field(
+        init=False, default_factory=list
+    )
+    tokens: int = field(init=False, default=0)
+    """send tokens taken (``SendLimits``), given back when the round's transaction is undone"""
+
+    def __post_init__(self) -> None:
+        self.answers = [None] * len(self.items)
+
+    def refuse(self, i: int, lane: Lane, exc: AgentBusError) -> None:
+        self.answers[i] = _refusal(exc)
+        self.refused[lane] = min(i, self.refused.get(lane, i))
+
+    def hold(self, i: int, lane: Lane) -> bool:
+        held = self.refused.get(lane, i) < i
+        if held:
+            self.answers[i] = e.LaneHeld("an earlier envelope of this lane was refused; send again")
+        return held
+
+
+@dataclass
+class _Written:
+    """What the batches of one transaction add up before its commit."""
+
+    uploads: list[tuple[str, bytes]] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)  # not inserted yet (insert_rows)
+    joined: dict[uuid.UUID, dict[str, Any]] = field(default_factory=dict)  # conversations
+    inserted: dict[uuid.UUID, bytes] = field(default_factory=dict)  # id -> signature, new rows
+
+
 async def _send(
     gw: Gateway,
     principal: AgentPrincipal,
@@ -267,98 +318,145 @@ async def _send(
     now: datetime,
     task_rules: TaskRules | None,
 ) -> list[Answer]:
-    sender = Sender(
-        principal.tenant_id, principal.agent_id, principal.workspace_id, principal.owner_user_id
-    )
-    answers: list[Answer | None] = [None] * len(items)
-    refused: dict[Lane, int] = {}  # lane -> position of its first refused envelope
-
-    def refuse(i: int, lane: Lane, exc: AgentBusError) -> None:
-        answers[i] = _refusal(exc)
-        refused[lane] = min(i, refused.get(lane, i))
-
-    def hold(i: int, lane: Lane) -> bool:
-        held = refused.get(lane, i) < i
-        if held:
-            answers[i] = e.LaneHeld("an earlier envelope of this lane was refused; send again")
-        return held
-
-    replays: list[tuple[int, Parsed, dict[str, Any] | None, TaskRules | None]] = []
-    accepted: list[tuple[int, PendingSend, Task]] = []
-    uploads: list[tuple[str, bytes]] = []
-    rows: list[dict[str, Any]] = []  # messages rows not inserted yet (accept.insert_rows)
-    joined: dict[uuid.UUID, dict[str, Any]] = {}  # conversations this batch joined
     envs = [env for _, env in items if not isinstance(env, AgentBusError)]
     await gw.directory.prefetch(
         principal.tenant_id,
         [env.key_id for env in envs],
         [to for env in envs if isinstance(to := env.get("recipient"), str)],
     )
-    async with pipelined_transaction(gw.pool, principal.tenant_id) as conn:
-        signed: list[tuple[int, Lane, PendingSend]] = []
-        for i, (lane, env) in enumerate(items):  # steps 1-3
-            if hold(i, lane):
-                continue
-            if isinstance(env, AgentBusError):
-                refuse(i, lane, env)
-                continue
-            try:
-                verify_signature(env, await _usable_key(conn, gw, env, principal, now))
-            except AgentBusError as exc:
-                refuse(i, lane, exc)
-                continue
-            signed.append((i, lane, PendingSend(principal, env, {}, sender)))
-        if not signed:
-            return [a for a in answers if a is not None]
-        existing, known, accepted_at = await _claim(
-            conn, principal.tenant_id, [send for _, _, send in signed]
-        )
-        inserted: dict[uuid.UUID, bytes] = {}  # id -> signature, of this batch's new rows
-        for i, lane, send in signed:  # steps 4-12
-            env = send.envelope
-            rules = None if env.type == MESSAGE else (task_rules or gw.task_rules)
-            row = existing.get(env.msg_id)
-            signature = bytes(row["sig"]) if row is not None else inserted.get(env.msg_id)
-            if hold(i, lane):
-                continue
-            if signature is not None and signature != env.signature:
-                refuse(
-                    i, lane, e.MessageIdConflict(f"{env.raw['id']} exists with another envelope")
-                )
-                continue
-            if signature is not None:  # a replay, of an earlier request or of this batch
-                replays.append((i, env, row, rules))
-                continue
-            send.accepted_at = accepted_at
-            found = joined.get(env.conversation_id) or known.get(env.conversation_id)
-            if rules is not None:  # task rules read the rows of earlier requests
-                await insert_rows(conn, principal.tenant_id, rows)
-            try:
-                async with _undo_on_refusal(conn, rules):
-                    outcome = await _validate(conn, gw, send, rules, now, found)
-                    if outcome is None:
-                        task = await insert_send(conn, gw, send, rules, uploads, rows)
-            except AgentBusError as exc:
-                refuse(i, lane, exc)
-                continue
-            if outcome is not None:
-                answers[i] = outcome
-                continue
-            accepted.append((i, send, task))
-            inserted[env.msg_id] = env.signature
-            joined[env.conversation_id] = _with_sender(send)
-        await insert_rows(conn, principal.tenant_id, rows)
-        if uploads:  # every payload is stored before its row commits
-            await gw.objects.put_many(uploads)
-    if accepted:
-        finished = await finish_sends(gw, principal, [(s, t) for _, s, t in accepted])
-        for (i, _, _), result in zip(accepted, finished, strict=True):
-            answers[i] = result
-    for i, env, row, rules in replays:
-        answers[i] = await _replay(gw, principal, env, row, rules)
-    done = [a for a in answers if a is not None]
-    assert len(done) == len(items), "every envelope is answered"
+    rounds = gw.rounds.of("send", functools.partial(_round, gw))
+    done = await rounds.ask(principal.tenant_id, _Batch(principal, items, now, task_rules))
+    if isinstance(done, Exception):
+        raise done
+    assert isinstance(done, _Batch), "a round answers every batch"
+    if done.accepted:
+        finished = await finish_sends(gw, principal, [(s, t) for _, s, t in done.accepted])
+        for (i, _, _), result in zip(done.accepted, finished, strict=True):
+            done.answers[i] = result
+    for i, env, row, rules in done.replays:
+        done.answers[i] = await _replay(gw, principal, env, row, rules)
+    answers = [a for a in done.answers if a is not None]
+    assert len(answers) == len(items), "every envelope is answered"
+    return answers
+
+
+async def _round(
+    gw: Gateway, tenant_id: uuid.UUID, batches: list[_Batch]
+) -> Mapping[_Batch, _Batch | Exception]:
+    """Group commit of sends: the requests of every agent of the tenant that come while the
+    tenant's previous round is being written share one transaction: one claim of their ids,
+    one insert of their rows, one commit (``agentbus.gathered``). Each request is checked and
+    answered as alone. What would fail a request alone (a dependency down, a policy set that
+    cannot be evaluated, a database error) undoes the shared transaction; its requests then run
+    one by one, each in its own, so the failure stays the failing request's. An envelope sent
+    twice in one round is accepted once and answered as a replay the second time, as an envelope
+    sent twice in one batch is. Answers: the batch that ran, or the exception that failed it."""
+    fresh = {batch: batch for batch in batches}
+    if len(batches) > 1:
+        try:
+            await _write(gw, tenant_id, batches)
+            return fresh
+        except Exception:
+            SEND_ROUNDS_UNDONE.inc()
+            for batch in batches:
+                gw.limits.give_back(tenant_id, batch.principal.agent_id, batch.tokens)
+            fresh = {batch: replace(batch) for batch in batches}  # answers start afresh
+    done: dict[_Batch, _Batch | Exception] = {}
+    for asked, batch in fresh.items():
+        try:
+            await _write(gw, tenant_id, [batch])
+            done[asked] = batch
+        except Exception as exc:
+            done[asked] = exc
     return done
+
+
+async def _write(gw: Gateway, tenant_id: uuid.UUID, batches: list[_Batch]) -> None:
+    """Steps 1-12 of every batch in one transaction, which stores every accepted envelope; a
+    refused envelope is answered in its batch, anything else raised undoes the transaction."""
+    written = _Written()
+    async with pipelined_transaction(gw.pool, tenant_id) as conn:
+        for batch in batches:
+            await _verify(conn, gw, batch)
+        signed = [send for batch in batches for _, _, send in batch.signed]
+        if not signed:
+            return
+        existing, known, accepted_at = await _claim(conn, tenant_id, signed)
+        for batch in batches:
+            await _check(conn, gw, batch, existing, known, accepted_at, written)
+        await insert_rows(conn, tenant_id, written.rows)
+        if written.uploads:  # every payload is stored before its row commits
+            await gw.objects.put_many(written.uploads)
+
+
+async def _verify(conn: Conn, gw: Gateway, batch: _Batch) -> None:
+    """Steps 1-3: the signature, with a usable key of the sender."""
+    sender = Sender(
+        batch.principal.tenant_id,
+        batch.principal.agent_id,
+        batch.principal.workspace_id,
+        batch.principal.owner_user_id,
+    )
+    for i, (lane, env) in enumerate(batch.items):
+        if batch.hold(i, lane):
+            continue
+        if isinstance(env, AgentBusError):
+            batch.refuse(i, lane, env)
+            continue
+        try:
+            verify_signature(env, await _usable_key(conn, gw, env, batch.principal, batch.now))
+        except AgentBusError as exc:
+            batch.refuse(i, lane, exc)
+            continue
+        batch.signed.append((i, lane, PendingSend(batch.principal, env, {}, sender)))
+
+
+async def _check(
+    conn: Conn,
+    gw: Gateway,
+    batch: _Batch,
+    existing: dict[uuid.UUID, dict[str, Any]],
+    known: dict[uuid.UUID, dict[str, Any]],
+    accepted_at: datetime,
+    written: _Written,
+) -> None:
+    """Steps 4-12 of the batch's signed envelopes, in order: a replay, or checked and added to
+    ``written``. The conversations the transaction's earlier envelopes joined are seen as they
+    left them, as if those had committed first."""
+    tenant_id = batch.principal.tenant_id
+    for i, lane, send in batch.signed:
+        env = send.envelope
+        rules = None if env.type == MESSAGE else (batch.task_rules or gw.task_rules)
+        row = existing.get(env.msg_id)
+        signature = bytes(row["sig"]) if row is not None else written.inserted.get(env.msg_id)
+        if batch.hold(i, lane):
+            continue
+        if signature is not None and signature != env.signature:
+            conflict = e.MessageIdConflict(f"{env.raw['id']} exists with another envelope")
+            batch.refuse(i, lane, conflict)
+            continue
+        if signature is not None:  # a replay, of an earlier request or of this batch
+            batch.replays.append((i, env, row, rules))
+            continue
+        send.accepted_at = accepted_at
+        found = written.joined.get(env.conversation_id) or known.get(env.conversation_id)
+        if rules is not None:  # task rules read the rows of earlier requests
+            await insert_rows(conn, tenant_id, written.rows)
+        try:
+            async with _undo_on_refusal(conn, rules):
+                outcome = await _validate(conn, gw, send, rules, batch.now, found)
+                if outcome is None:
+                    batch.tokens += 1  # the send limits took one (step 11)
+                    task = await insert_send(conn, gw, send, rules, written.uploads, written.rows)
+        except AgentBusError as exc:
+            batch.refuse(i, lane, exc)
+            continue
+        if outcome is not None:
+            batch.answers[i] = outcome
+            continue
+        batch.accepted.append((i, send, task))
+        written.inserted[env.msg_id] = env.signature
+        written.joined[env.conversation_id] = _with_sender(send)
 
 
 async def _replay(

@@ -72,6 +72,15 @@ class SendLimits:
             return None
         return quota_of(limits.refill(self.buckets.get(sender), self.clock(), rate), rate, rate)
 
+    def give_back(self, tenant_id: uuid.UUID, sender: uuid.UUID, tokens: int) -> None:
+        """Return the tokens of sends that were taken and then undone with their transaction
+        (a shared one that failed, whose requests run again one by one)."""
+        hit = self._cache.get(("limits", tenant_id))
+        rate = None if hit is None else _limit(hit[1].get("publish_per_minute"))
+        bucket = self.buckets.get(sender)
+        if tokens and rate is not None and bucket is not None:
+            self.buckets[sender] = limits.give_back(bucket, self.clock(), rate, tokens)
+
     async def check(self, conn: Conn, broker: Broker, send: PendingSend) -> None:
         """AB-5003, AB-5004, AB-5005 in this order; the sender's token is taken only when all
         three pass."""

@@ -76,6 +76,15 @@ def take(bucket: Bucket | None, now: float, per_minute: int, capacity: int | Non
     return Taken(current, (1.0 - current.tokens) * 60.0 / per_minute)
 
 
+def give_back(
+    bucket: Bucket, now: float, per_minute: int, tokens: int, capacity: int | None = None
+) -> Bucket:
+    """The bucket at ``now`` with ``tokens`` taken tokens returned, up to ``capacity``."""
+    top = float(per_minute if capacity is None else capacity)
+    current = refill(bucket, now, per_minute, capacity)
+    return Bucket(min(top, current.tokens + tokens), current.at)
+
+
 def full_in_s(bucket: Bucket, per_minute: int, capacity: int | None = None) -> float:
     """Seconds from ``bucket.at`` until the bucket is full again (0 when it is)."""
     top = float(per_minute if capacity is None else capacity)
