@@ -7,9 +7,10 @@ caller alone waits for one round, as before. Callers asking for the same key sha
 Two uses. Reads: the short-lived copies on the request path (an agent's state behind a
 credential, the sender's key, the recipient, the tenant's data key) are read again once a
 second, and with many agents each sending now and then nearly every request finds its copy
-expired; each miss paid a transaction of its own for a row. Writes: the acks and reads of many
-agents, each settling a message or two, are written by one transaction (group commit,
-``delivery.settle``); there each caller's key is its own request.
+expired; each miss paid a transaction of its own for a row. Writes: the sends, pulls, acks and
+reads of many agents, each carrying a message or two, are written by one transaction per round
+(group commit: ``gateway.actions.send``, ``delivery.pull``, ``delivery.settle``); there each
+caller's key is its own request.
 
 A round that fails fails every caller waiting on it; a caller that is cancelled leaves the
 round to the others.

@@ -170,9 +170,11 @@ async def mark_fetched(conn: Conn, tenant_id: uuid.UUID, copies: Sequence[Row]) 
     NULL; the recipient's (``to_agent_id``) delivery_state attempt, ``last_fetched_at``,
     ``nak_until = NULL``. ``copies`` carry id, accepted_at, to_agent_id, attempt and
     stream_seq, each id once; returns the ids whose status moved (the rest changed status
-    meanwhile)."""
+    meanwhile). The rows are locked in id order, as by ``lock_many`` and ``record_receipts``,
+    so rounds of different processes never wait on each other in a cycle."""
     if not copies:
         return set()
+    copies = sorted(copies, key=lambda c: c["id"])
     params = {
         "ids": [c["id"] for c in copies], "ats": [c["accepted_at"] for c in copies],
         "attempts": [c["attempt"] for c in copies], "seqs": [c["stream_seq"] for c in copies],

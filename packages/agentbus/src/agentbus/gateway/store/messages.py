@@ -50,9 +50,15 @@ async def insert_messages(conn: Conn, tenant_id: uuid.UUID, rows: list[Row]) -> 
     transaction's time, from ``claim_ids``) in one statement that takes them as one JSON
     document, so a batch costs one statement and nothing comes back: in a pipelined
     transaction the insert travels with the COMMIT. A failure surfaces at the next fetch or at
-    the end of the transaction."""
+    the end of the transaction.
+
+    The rows go in conversation order: the statistics trigger updates each row's conversation
+    at commit, in insert order, and a transaction shared by several agents' sends may touch
+    conversations another one touches too, so both take the conversation rows' locks in the
+    same order and never wait on each other in a cycle."""
     if not rows:
         return
+    rows = sorted(rows, key=lambda r: (r["conversation_id"], r["id"]))
     names = list(rows[0])
     document = [{n: _json_value(v) for n, v in row.items()} for row in rows]
     await conn.execute(
