@@ -132,18 +132,29 @@ async def test_changes_take_effect_once_the_copy_expired(
 
 
 async def test_the_misses_of_sends_that_come_together_are_read_together(
-    gateway: Gateway, gateway_client: httpx.AsyncClient
+    gateway: Gateway, gateway_client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Agents whose copies all expired send at once: their credentials' state and their keys
-    and recipients are read in a few transactions, not one each, and every send is answered
-    as if read alone."""
+    """Agents whose copies all expired send at once: their credentials' state, their keys,
+    their own rows (for the policy) and their recipients are read in a few transactions before
+    the send's, not one each and none inside it, and every send is answered as if read
+    alone."""
     world = await make_world(gateway, "acme")
     agents = [await enroll(gateway_client, world, f"agent-{i}") for i in range(10)]
     gateway.principals = PrincipalCache(gateway.pool)  # every copy expired, as a second later
     gateway.directory = Directory(gateway.pool)
+    one_by_one: list[str] = []
+    for name in ("get_key", "agent_by_address"):
+        read = getattr(directory_module.agents, name)
+
+        async def counted(*args: Any, _read: Any = read, _name: str = name) -> Any:
+            one_by_one.append(_name)
+            return await _read(*args)
+
+        monkeypatch.setattr(directory_module.agents, name, counted)
     answers = await asyncio.gather(
         *(post(gateway_client, a, agents[(i + 1) % len(agents)]) for i, a in enumerate(agents))
     )
     assert [r.status_code for r in answers] == [202] * len(agents), [r.text for r in answers]
     assert 1 <= gateway.principals.gathered.rounds < len(agents)
     assert 1 <= gateway.directory.gathered.rounds < len(agents)
+    assert one_by_one == []

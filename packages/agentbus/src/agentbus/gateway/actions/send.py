@@ -23,8 +23,8 @@ message now and then no longer pay a transaction each.
 
 The transaction runs in pipeline mode (``db.pipelined_transaction``), so BEGIN, the tenant
 scope and statements whose results are not needed yet share round trips; the sender's key, the
-tenant and the recipient come from ``gw.directory`` (one-second copies), asked for before the
-transaction opens, so that the misses of sends that come together are read together.
+tenant and the recipient come from ``gw.directory`` (one-second copies), asked for as the round
+starts, before its transaction opens, so the misses of its sends are read together.
 """
 
 from __future__ import annotations
@@ -318,12 +318,6 @@ async def _send(
     now: datetime,
     task_rules: TaskRules | None,
 ) -> list[Answer]:
-    envs = [env for _, env in items if not isinstance(env, AgentBusError)]
-    await gw.directory.prefetch(
-        principal.tenant_id,
-        [env.key_id for env in envs],
-        [to for env in envs if isinstance(to := env.get("recipient"), str)],
-    )
     rounds = gw.rounds.of("send", functools.partial(_round, gw))
     done = await rounds.ask(principal.tenant_id, _Batch(principal, items, now, task_rules))
     if isinstance(done, Exception):
@@ -348,9 +342,18 @@ async def _round(
     one insert of their rows, one commit (``agentbus.gathered``). Each request is checked and
     answered as alone. What would fail a request alone (a dependency down, a policy set that
     cannot be evaluated, a database error) undoes the shared transaction; its requests then run
-    one by one, each in its own, so the failure stays the failing request's. An envelope sent
+    one by one, each in its own, so the failure stays the failing request's. The keys, tenant
+    and recipients the checks read are read first, those not at hand by one statement for the
+    whole round, outside the transaction, so a round that waited longer than their one-second
+    copies last does not read them one by one inside it. An envelope sent
     twice in one round is accepted once and answered as a replay the second time, as an envelope
     sent twice in one batch is. Answers: the batch that ran, or the exception that failed it."""
+    envs = [env for batch in batches for _, env in batch.items if isinstance(env, Parsed)]
+    await gw.directory.prefetch(  # before the transaction opens, as the round starts
+        tenant_id,
+        [env.key_id for env in envs],
+        [to for env in envs if isinstance(to := env.get("recipient"), str)],
+    )
     fresh = {batch: batch for batch in batches}
     if len(batches) > 1:
         try:
