@@ -340,14 +340,18 @@ async def _round(
     """Group commit of sends: the requests of every agent of the tenant that come while the
     tenant's previous round is being written share one transaction: one claim of their ids,
     one insert of their rows, one commit (``agentbus.gathered``). Each request is checked and
-    answered as alone. What would fail a request alone (a dependency down, a policy set that
-    cannot be evaluated, a database error) undoes the shared transaction; its requests then run
-    one by one, each in its own, so the failure stays the failing request's. The keys, tenant
-    and recipients the checks read are read first, those not at hand by one statement for the
-    whole round, outside the transaction, so a round that waited longer than their one-second
-    copies last does not read them one by one inside it. An envelope sent
-    twice in one round is accepted once and answered as a replay the second time, as an envelope
-    sent twice in one batch is. Answers: the batch that ran, or the exception that failed it."""
+    answered as alone. An envelope sent twice in one round is accepted once and answered as a
+    replay the second time, as an envelope sent twice in one batch is.
+
+    What would fail a request alone (a dependency down, a policy set that cannot be evaluated,
+    a database error) undoes the shared transaction; its requests then run one by one, each in
+    its own, so the failure stays the failing request's.
+
+    The keys, tenant and recipients the checks read are read first, those not at hand by one
+    statement for the whole round, outside the transaction: a round that waited longer than
+    their one-second copies last does not read them one by one inside it.
+
+    Answers: the batch that ran, or the exception that failed it."""
     envs = [env for batch in batches for _, env in batch.items if isinstance(env, Parsed)]
     await gw.directory.prefetch(  # before the transaction opens, as the round starts
         tenant_id,
