@@ -6,7 +6,8 @@ them could wait on each other, and PostgreSQL would end that by failing one.
 
 Each test holds the lower row from another transaction, starts the statement with its rows in
 the opposite order, waits until it waits for a lock, and then checks the higher row is still
-free: the statement went for the lower row first."""
+free: the statement went for the lower row first. A pull round that still meets a cycle (with a
+statement of another kind) is failed by PostgreSQL; the pull then hands its copies back."""
 
 from __future__ import annotations
 
@@ -23,7 +24,14 @@ from agentbus.gateway.actions import send as send_module
 from agentbus.gateway.api.auth import principal_from_credential
 from agentbus.gateway.context import Gateway
 from agentbus.gateway.store.receipts import insert_receipts
-from agentbus.gateway.testkit import SimAgent, World, enroll, make_world, send_message
+from agentbus.gateway.testkit import (
+    SimAgent,
+    World,
+    enroll,
+    make_world,
+    poll_inbox,
+    send_message,
+)
 from agentbus.ids import format_id, parse_id
 from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
@@ -148,3 +156,26 @@ async def test_a_shared_send_transaction_updates_its_conversations_in_id_order(
         agentbus_db, "conversations", low["conversation_id"], high["conversation_id"], send()
     )
     assert free, "the shared transaction updated the higher conversation first"
+
+
+async def test_a_pull_that_loses_a_deadlock_hands_its_copies_back(
+    gateway: Gateway, gateway_client: httpx.AsyncClient, agentbus_db: str
+) -> None:
+    """Another transaction holds bob's higher message; bob's pull round locks the lower one
+    and waits; the other transaction then asks for the lower one: a cycle, which PostgreSQL
+    ends by failing the pull (the other side waits longer before it looks). The pull wrote
+    nothing, answers no delivery and hands its copies back at once: the next pull gets both."""
+    _world, _alice, bob, (low, high) = await two_messages(gateway, gateway_client)
+    lock = "SELECT 1 FROM messages WHERE id = %s FOR NO KEY UPDATE"
+    async with await psycopg.AsyncConnection.connect(agentbus_db) as holder:
+        await holder.execute("SET deadlock_timeout = '60s'")
+        await holder.execute(lock, (high["id"],))
+        pulling = asyncio.create_task(poll_inbox(gateway_client, bob, wait_s=5))
+        await until_waiting_for_a_lock(agentbus_db)
+        await holder.execute(lock, (low["id"],))  # returns once PostgreSQL failed the pull
+        await holder.rollback()
+    first = await asyncio.wait_for(pulling, CEILING_S)
+    assert first["deliveries"] == []
+    again = await poll_inbox(gateway_client, bob, wait_s=5)
+    got = sorted(parse_id("msg", d["msg_id"]) for d in again["deliveries"])
+    assert got == [low["id"], high["id"]]

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from platformkit import fastjson
@@ -66,7 +67,9 @@ async def fetch(
 ) -> list[dict[str, Any]]:
     """Deliveries for ``who``: the long-poll's and the WebSocket's one way to pull. While
     PostgreSQL or the object store is down, none (``DeliveryService.pulls_may_go_on``); a pull
-    that finds PostgreSQL gone hands back what it took and raises AB-9002."""
+    that finds PostgreSQL gone hands back what it took and raises AB-9002. A pull whose round
+    PostgreSQL failed to end a deadlock (or a serialization failure) wrote nothing: it hands its
+    copies back at once, for the next pull to take, and answers none."""
     nc = nats_client(svc.gateway.broker)
     if not await svc.pulls_may_go_on(wait_s, stop):
         return []
@@ -83,21 +86,28 @@ async def fetch(
             async with pipelined_transaction(svc.gateway.pool, who.tenant_id) as conn:
                 await _record_drops(conn, who, failed, notes)
         await notices.publish(svc.gateway.broker, notes)
+    except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
+        log.warning("a pull round was rolled back by PostgreSQL; its copies go back at once")
+        await _hand_back(nc, copies, 0)
+        return []
     except Exception as exc:
         if not database_unreachable(exc):
             raise
         svc.database.failed(time.monotonic())
-        for copy in copies:  # each comes back once the nak's delay is over, as after AckWait
-            if copy.msg.reply:
-                await jetstream.settle_quietly(
-                    nc, copy.msg.reply, "nak", NAK_AFTER_DATABASE_FAILURE_MS
-                )
+        # each comes back once the nak's delay is over, as after AckWait
+        await _hand_back(nc, copies, NAK_AFTER_DATABASE_FAILURE_MS)
         raise DatabaseUnavailable("PostgreSQL did not answer; retry with backoff") from exc
     answer = _answer(svc, who, copies, keys, max_bytes)
     for copy in copies:
         if copy.settle is not None and copy.msg.reply:
             await jetstream.settle_quietly(nc, copy.msg.reply, copy.settle, copy.nak_ms)
     return answer
+
+
+async def _hand_back(nc: Client, copies: list[Copy], delay_ms: int) -> None:
+    for copy in copies:
+        if copy.msg.reply:
+            await jetstream.settle_quietly(nc, copy.msg.reply, "nak", delay_ms)
 
 
 async def _pull(
