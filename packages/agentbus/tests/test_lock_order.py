@@ -37,6 +37,7 @@ from platformkit.db.scope import tenant_transaction
 from platformkit.ids import uuid7
 
 CEILING_S = 60.0
+ROW_LOCK = "SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE"  # what a plain update takes
 
 
 async def until_waiting_for_a_lock(url: str) -> None:
@@ -59,7 +60,7 @@ async def higher_row_free_while_lower_held(
 ) -> bool:
     """Hold ``lower`` of ``table`` (a lock a plain update takes), run ``work`` until it waits,
     and say whether ``higher`` could still be locked then; ``work`` finishes afterwards."""
-    lock = f"SELECT 1 FROM {table} WHERE id = %s FOR NO KEY UPDATE"
+    lock = ROW_LOCK.format(table=table)
     async with await psycopg.AsyncConnection.connect(url) as holder:
         await holder.execute(lock, (lower,))
         task = asyncio.create_task(work)
@@ -166,7 +167,7 @@ async def test_a_pull_that_loses_a_deadlock_hands_its_copies_back(
     ends by failing the pull (the other side waits longer before it looks). The pull wrote
     nothing, answers no delivery and hands its copies back at once: the next pull gets both."""
     _world, _alice, bob, (low, high) = await two_messages(gateway, gateway_client)
-    lock = "SELECT 1 FROM messages WHERE id = %s FOR NO KEY UPDATE"
+    lock = ROW_LOCK.format(table="messages")
     async with await psycopg.AsyncConnection.connect(agentbus_db) as holder:
         await holder.execute("SET deadlock_timeout = '60s'")
         await holder.execute(lock, (high["id"],))

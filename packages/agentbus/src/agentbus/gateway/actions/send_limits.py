@@ -63,11 +63,15 @@ class SendLimits:
             )
         return taken.bucket
 
+    def _known_rate(self, tenant_id: uuid.UUID) -> int | None:
+        """The tenant's sends per minute, once its limits were read here (and still kept)."""
+        hit = self._cache.get(("limits", tenant_id))
+        return None if hit is None else _limit(hit[1].get("publish_per_minute"))
+
     def quota(self, tenant_id: uuid.UUID, sender: uuid.UUID) -> Quota | None:
         """The sender's bucket as ``RateLimit-*`` headers say it, once its tenant's limits are
         known here (after its first send that reached the check) and set a rate."""
-        hit = self._cache.get(("limits", tenant_id))
-        rate = None if hit is None else _limit(hit[1].get("publish_per_minute"))
+        rate = self._known_rate(tenant_id)
         if rate is None:
             return None
         return quota_of(limits.refill(self.buckets.get(sender), self.clock(), rate), rate, rate)
@@ -75,8 +79,7 @@ class SendLimits:
     def give_back(self, tenant_id: uuid.UUID, sender: uuid.UUID, tokens: int) -> None:
         """Return the tokens of sends that were taken and then undone with their transaction
         (a shared one that failed, whose requests run again one by one)."""
-        hit = self._cache.get(("limits", tenant_id))
-        rate = None if hit is None else _limit(hit[1].get("publish_per_minute"))
+        rate = self._known_rate(tenant_id)
         bucket = self.buckets.get(sender)
         if tokens and rate is not None and bucket is not None:
             self.buckets[sender] = limits.give_back(bucket, self.clock(), rate, tokens)
