@@ -48,6 +48,7 @@ class Class:
     pool: HttpPool
     token: str
     token_id: UUID
+    agent_url: str  # the server's, rendered into every configuration
 
     def telegraf(self, hostname: str, **options: Any) -> SimulatedTelegraf:
         env = {
@@ -77,6 +78,15 @@ class Class:
             cur = await conn.execute(sql, args)
             return list(await cur.fetchall())  # type: ignore[arg-type]
 
+    async def reconciled(self) -> None:
+        """Until the server's first reconcile of the tenant ran: it renders every agent again
+        with the server's agent URL and records that URL (``fleet_render_url``)."""
+        deadline = asyncio.get_running_loop().time() + 120
+        sql = "SELECT 1 FROM fleet_render_url WHERE agent_url = %s"
+        while not await self.rows(sql, self.agent_url):
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.1)
+
     async def member(
         self, hostname: str, check: Callable[[fleet_agents.Agent], bool], what: object = None
     ) -> fleet_agents.Agent:
@@ -105,7 +115,7 @@ async def klass(served: str, served_services: Services, served_seed: Seed) -> As
         ctx, "edge", labels={"env": "edge"}, mode="class"
     )
     pool = HttpPool(served, size=10)
-    yield Class(served_services, ctx, tenant.id, pool, created.plaintext, created.token.id)
+    yield Class(served_services, ctx, tenant.id, pool, created.plaintext, created.token.id, served)
     await pool.close()
 
 
@@ -240,25 +250,21 @@ async def test_an_address_resolves_to_its_member_unless_members_there_differ(
     assert b.desired_artifact is not None
     assert b.desired_artifact.hex() == class_hash  # same Layers: the class's own render
 
+    # rendered with the server's agent URL, as the API does: rendering the member again (the
+    # tenant's first reconcile does) gives the same bytes, so its artifact does not move
     await fleet_inventory.set_manual_labels(
-        klass.ctx, a.host_id, {"tier": "special"}, agent_url="http://unused.example.com"
+        klass.ctx, a.host_id, {"tier": "special"}, agent_url=klass.agent_url
     )
-    # The member's own configuration is served at its address. Its artifact can be rendered
-    # more than once while the new label settles, so read until what is served is the
-    # member's current artifact.
-    deadline = asyncio.get_running_loop().time() + 120
-    while True:
-        a = await klass.member(
-            "a.example.com", lambda m: m.desired_artifact not in (None, b.desired_artifact)
-        )
-        assert a.desired_artifact is not None
-        own = await klass.config("10.9.0.1")
-        if a.desired_artifact.hex().encode() in own:
-            break
-        assert asyncio.get_running_loop().time() < deadline, own
-        await asyncio.sleep(0.1)
+    a = await klass.member("a.example.com", lambda m: m.desired_artifact != b.desired_artifact)
+    assert a.desired_artifact is not None
+    own = await klass.config("10.9.0.1")
+    assert a.desired_artifact.hex().encode() in own  # the member's own configuration
+    assert f"{klass.agent_url}/agents/telegraf/heartbeat".encode() in own
     assert b"inputs.mem" in own
     assert class_hash.encode() in await klass.config("10.9.0.2")
+    await klass.reconciled()
+    again = await klass.member("a.example.com", lambda m: True)
+    assert (again.desired_artifact, again.desired_since) == (a.desired_artifact, a.desired_since)
 
     await beat("b.example.com", "10.9.0.1")  # b moves behind a's address
     await klass.member("b.example.com", lambda m: str(m.last_source_ip) == "10.9.0.1")
