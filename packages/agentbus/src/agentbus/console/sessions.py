@@ -2,7 +2,8 @@
 ``console_sessions``, migration 0022), for the tenant's owners and admins only (tenant roles of
 the data model §1.3). Links last 15 minutes and work once; sessions last 12 hours. Every request
 re-reads the session, the user and the role, so a revoked session, a disabled user or a demoted
-role stops at the next page."""
+role stops at the next page. A user's expired links go when a new link is minted for them, and
+their expired sessions when they sign in, so neither table grows with every sign-in."""
 
 from __future__ import annotations
 
@@ -63,6 +64,11 @@ async def mint_link(pool: Pool, tenant_id: uuid.UUID, email: str) -> str:
                VALUES (%s, %s, %s, %s, now() + %s)""",
             (link.id, tenant_id, user["id"], secrets_.digest(link.secret), LINK_TTL),
         )
+        await conn.execute(
+            """DELETE FROM console_sign_in_links
+                WHERE tenant_id = %s AND user_id = %s AND expires_at <= now()""",
+            (tenant_id, user["id"]),
+        )
     return str(link)
 
 
@@ -97,6 +103,11 @@ async def use_link(pool: Pool, text: str) -> str | None:
         )  # fmt: skip
         await conn.execute(
             "UPDATE users SET last_login_at = now() WHERE tenant_id = %s AND id = %s",
+            (link.tenant_id, row["user_id"]),
+        )
+        await conn.execute(
+            """DELETE FROM console_sessions
+                WHERE tenant_id = %s AND user_id = %s AND expires_at <= now()""",
             (link.tenant_id, row["user_id"]),
         )
     return str(session)
